@@ -1,0 +1,121 @@
+// Package codec is the gRPC codec of nri-grpc: it marshals messages that have
+// vtprotobuf-generated fast paths (every nri.v1beta1 message) without
+// reflection, passes pre-encoded messages through untouched, and falls back
+// to the standard protobuf runtime for everything else (health, reflection,
+// well-known types).
+//
+// The codec is installed per server and per connection (ServerOption,
+// DialOption), never registered process-wide, so embedding nri-grpc does not
+// change the encoding of a host program's other gRPC traffic.
+//
+// Measured on the project's 2-core machine with a realistic 5.5 kB
+// CreateContainerRequest (see codec_bench_test.go and docs/PERFORMANCE.md):
+// the fast path marshals about 3x faster with one allocation instead of
+// about 160.
+package codec
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+
+	// The standard proto codec, used as the fallback, registers itself here.
+	_ "google.golang.org/grpc/encoding/proto"
+)
+
+// Name is the codec's name, and so the gRPC content-subtype it speaks. It is
+// the standard "proto": peers see ordinary protobuf-over-gRPC.
+const Name = "proto"
+
+// vtMessage is implemented by messages with vtprotobuf fast paths.
+type vtMessage interface {
+	SizeVT() int
+	MarshalToSizedBufferVT(dAtA []byte) (int, error)
+	UnmarshalVT(dAtA []byte) error
+}
+
+// Raw is a message that is already encoded. Sending a *Raw writes its bytes
+// as they are, so a request that goes unchanged to several plugins is encoded
+// once. Raw can only be sent, never received.
+type Raw struct {
+	// Data is the encoded message.
+	Data []byte
+}
+
+// Codec is the nri-grpc gRPC codec. The zero value is ready to use.
+type Codec struct{}
+
+var _ encoding.CodecV2 = Codec{}
+
+// fallback is the standard protobuf codec.
+func fallback() encoding.CodecV2 { return encoding.GetCodecV2(Name) }
+
+// Marshal encodes v.
+func (Codec) Marshal(v any) (mem.BufferSlice, error) {
+	switch m := v.(type) {
+	case *Raw:
+		return mem.BufferSlice{mem.SliceBuffer(m.Data)}, nil
+	case vtMessage:
+		size := m.SizeVT()
+		if mem.IsBelowBufferPoolingThreshold(size) {
+			buf := make([]byte, size)
+			if _, err := m.MarshalToSizedBufferVT(buf); err != nil {
+				return nil, fmt.Errorf("codec: marshal %T: %w", v, err)
+			}
+			return mem.BufferSlice{mem.SliceBuffer(buf)}, nil
+		}
+		pool := mem.DefaultBufferPool()
+		buf := pool.Get(size)
+		if _, err := m.MarshalToSizedBufferVT((*buf)[:size]); err != nil {
+			pool.Put(buf)
+			return nil, fmt.Errorf("codec: marshal %T: %w", v, err)
+		}
+		return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+	}
+	return fallback().Marshal(v)
+}
+
+// Unmarshal decodes data into v. Decoded strings and bytes never alias data.
+func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(vtMessage)
+	if !ok {
+		if _, raw := v.(*Raw); raw {
+			return fmt.Errorf("codec: cannot decode into *codec.Raw")
+		}
+		return fallback().Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	if err := m.UnmarshalVT(buf.ReadOnlyData()); err != nil {
+		return fmt.Errorf("codec: unmarshal %T: %w", v, err)
+	}
+	return nil
+}
+
+// Name returns "proto".
+func (Codec) Name() string { return Name }
+
+// Encode returns the encoding of m, using the fast path when m has one. It is
+// what Marshal sends, as one slice.
+func Encode(m proto.Message) ([]byte, error) {
+	if vt, ok := m.(vtMessage); ok {
+		buf := make([]byte, vt.SizeVT())
+		if _, err := vt.MarshalToSizedBufferVT(buf); err != nil {
+			return nil, fmt.Errorf("codec: marshal %T: %w", m, err)
+		}
+		return buf, nil
+	}
+	return proto.Marshal(m)
+}
+
+// ServerOption makes a gRPC server use the codec for every call.
+func ServerOption() grpc.ServerOption { return grpc.ForceServerCodecV2(Codec{}) }
+
+// CallOption makes one gRPC call use the codec.
+func CallOption() grpc.CallOption { return grpc.ForceCodecV2(Codec{}) }
+
+// DialOption makes every call of a gRPC client connection use the codec.
+func DialOption() grpc.DialOption { return grpc.WithDefaultCallOptions(CallOption()) }

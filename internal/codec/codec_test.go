@@ -1,0 +1,112 @@
+package codec_test
+
+import (
+	"testing"
+
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/fixture"
+)
+
+// TestFixtureSize pins the benchmark payload to the specified size: a
+// CreateContainerRequest of about 5.5 kB.
+func TestFixtureSize(t *testing.T) {
+	n := proto.Size(fixture.CreateContainerRequest(1, 0))
+	if n < 5000 || n > 6000 {
+		t.Fatalf("fixture CreateContainerRequest is %d bytes, want 5000..6000", n)
+	}
+}
+
+func TestRoundTripFastPath(t *testing.T) {
+	in := fixture.CreateContainerRequest(3, 1)
+	var c codec.Codec
+	data, err := c.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	std, err := proto.MarshalOptions{}.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := data.Len(); got != len(std) {
+		t.Fatalf("fast path wrote %d bytes, standard runtime %d", got, len(std))
+	}
+	out := &nriv1beta1.CreateContainerRequest{}
+	if err := c.Unmarshal(data, out); err != nil {
+		t.Fatal(err)
+	}
+	data.Free()
+	if !proto.Equal(in, out) {
+		t.Fatalf("round trip changed the message")
+	}
+}
+
+// TestLargeMessageUsesPool covers the pooled-buffer branch (messages above
+// gRPC's pooling threshold) with a 10,000-container synchronization page.
+func TestLargeMessageUsesPool(t *testing.T) {
+	in := &nriv1beta1.SynchronizeRequest{}
+	for i := 0; i < 200; i++ {
+		in.Pods = append(in.Pods, fixture.Pod(i))
+		in.Containers = append(in.Containers, fixture.Container(i, 0))
+	}
+	var c codec.Codec
+	data, err := c.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &nriv1beta1.SynchronizeRequest{}
+	if err := c.Unmarshal(data, out); err != nil {
+		t.Fatal(err)
+	}
+	data.Free()
+	if !proto.Equal(in, out) {
+		t.Fatalf("round trip changed the message")
+	}
+}
+
+func TestRawPassesThrough(t *testing.T) {
+	enc, err := codec.Encode(fixture.CreateContainerResponse())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c codec.Codec
+	data, err := c.Marshal(&codec.Raw{Data: enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data.Materialize()) != string(enc) {
+		t.Fatal("Raw bytes were not sent as they are")
+	}
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(enc)}, &codec.Raw{}); err == nil {
+		t.Fatal("decoding into *codec.Raw succeeded, want an error")
+	}
+}
+
+// TestFallback: messages without fast paths (health) use the standard codec.
+func TestFallback(t *testing.T) {
+	in := &grpc_health_v1.HealthCheckResponse{Status: grpc_health_v1.HealthCheckResponse_SERVING}
+	var c codec.Codec
+	data, err := c.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &grpc_health_v1.HealthCheckResponse{}
+	if err := c.Unmarshal(data, out); err != nil {
+		t.Fatal(err)
+	}
+	if out.GetStatus() != grpc_health_v1.HealthCheckResponse_SERVING {
+		t.Fatalf("got %v", out.GetStatus())
+	}
+}
+
+func TestUnmarshalGarbage(t *testing.T) {
+	var c codec.Codec
+	err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0xff, 0xff, 0xff})}, &nriv1beta1.CreateContainerRequest{})
+	if err == nil {
+		t.Fatal("garbage decoded without error")
+	}
+}
