@@ -1,0 +1,390 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/server/merge"
+	"github.com/nri-grpc/nri-grpc/server/validate"
+)
+
+// The runtime-facing entry points. Each takes the request plugins receive;
+// the server keeps the pod and container objects in its state, so callers
+// must not modify them afterwards. Creating events (RunPodSandbox,
+// UpdatePodSandbox, CreateContainer, StartContainer, UpdateContainer) return
+// an error when a plugin vetoed, plugins conflicted, a validator rejected or
+// a required plugin was unavailable; the other events return the errors
+// plugins reported, as information.
+
+func checkPod(pod *nriv1beta1.PodSandbox) error {
+	if pod == nil {
+		return invalid("pod", "required")
+	}
+	if pod.GetId() == "" {
+		return invalid("pod.id", "must not be empty")
+	}
+	return nil
+}
+
+func checkContainer(pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container) error {
+	if err := checkPod(pod); err != nil {
+		return err
+	}
+	if ctr == nil {
+		return invalid("container", "required")
+	}
+	if ctr.GetId() == "" {
+		return invalid("container.id", "must not be empty")
+	}
+	if ctr.GetPodSandboxId() != pod.GetId() {
+		return invalid("container.pod_sandbox_id", "%q must equal pod.id %q", ctr.GetPodSandboxId(), pod.GetId())
+	}
+	return nil
+}
+
+func newRsp[T any, P interface {
+	*T
+	proto.Message
+}]() func() proto.Message {
+	return func() proto.Message { return P(new(T)) }
+}
+
+// RunPodSandbox dispatches the creation of a pod sandbox.
+func (s *Server) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest) error {
+	if err := checkPod(req.GetPod()); err != nil {
+		return err
+	}
+	return s.event(ctx, evRunPodSandbox, req.Pod, nil, func(rec *nriv1beta1.DispatchRecord) error {
+		_, err := s.dispatch(ctx, evRunPodSandbox, req, newRsp[nriv1beta1.RunPodSandboxResponse](), nil, rec)
+		if err == nil {
+			s.state.setPod(req.Pod)
+		}
+		return err
+	})
+}
+
+// UpdatePodSandbox dispatches a pod sandbox resource update.
+func (s *Server) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePodSandboxRequest) error {
+	if err := checkPod(req.GetPod()); err != nil {
+		return err
+	}
+	return s.event(ctx, evUpdatePodSandbox, req.Pod, nil, func(rec *nriv1beta1.DispatchRecord) error {
+		_, err := s.dispatch(ctx, evUpdatePodSandbox, req, newRsp[nriv1beta1.UpdatePodSandboxResponse](), nil, rec)
+		return err
+	})
+}
+
+// notify runs a notification or teardown event: errors are collected.
+func (s *Server) notify(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
+	req proto.Message, newResponse func() proto.Message, after func()) ([]*nriv1beta1.PluginError, error) {
+	var errs []*nriv1beta1.PluginError
+	err := s.event(ctx, ev, pod, ctr, func(rec *nriv1beta1.DispatchRecord) error {
+		var err error
+		errs, err = s.dispatch(ctx, ev, req, newResponse, nil, rec)
+		if after != nil {
+			after()
+		}
+		return err
+	})
+	return errs, err
+}
+
+// PostUpdatePodSandbox dispatches a completed pod sandbox update.
+func (s *Server) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostUpdatePodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+	if err := checkPod(req.GetPod()); err != nil {
+		return nil, err
+	}
+	return s.notify(ctx, evPostUpdatePodSandbox, req.Pod, nil, req, newRsp[nriv1beta1.PostUpdatePodSandboxResponse](),
+		func() { s.state.setPod(req.Pod) })
+}
+
+// StopPodSandbox dispatches the stop of a pod sandbox.
+func (s *Server) StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+	if err := checkPod(req.GetPod()); err != nil {
+		return nil, err
+	}
+	return s.notify(ctx, evStopPodSandbox, req.Pod, nil, req, newRsp[nriv1beta1.StopPodSandboxResponse](),
+		func() { s.state.setPod(req.Pod) })
+}
+
+// RemovePodSandbox dispatches the removal of a pod sandbox.
+func (s *Server) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+	if err := checkPod(req.GetPod()); err != nil {
+		return nil, err
+	}
+	return s.notify(ctx, evRemovePodSandbox, req.Pod, nil, req, newRsp[nriv1beta1.RemovePodSandboxResponse](),
+		func() { s.state.deletePod(req.Pod.Id) })
+}
+
+// CreateContainer dispatches the creation of a container and returns the
+// merged, validated adjustments, updates and evictions.
+func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.AdaptationServiceCreateContainerResponse, error) {
+	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	var out *nriv1beta1.AdaptationServiceCreateContainerResponse
+	err := s.event(ctx, evCreateContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
+		m := merge.NewCreate(req)
+		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
+			changed, err := m.Apply(p.full, rsp.(*nriv1beta1.CreateContainerResponse), changes)
+			if err != nil {
+				return false, mergeError(evCreateContainer, p, err)
+			}
+			return changed, nil
+		}
+		if _, err := s.dispatch(ctx, evCreateContainer, req, newRsp[nriv1beta1.CreateContainerResponse](), apply, rec); err != nil {
+			return err
+		}
+		out = m.Result()
+		if err := s.validate(ctx, req, m, out, rec); err != nil {
+			return err
+		}
+		s.state.setContainer(req.Container)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mergeError turns a merge failure into the runtime's error.
+func mergeError(ev *eventInfo, p *plugin, err error) error {
+	plugins := []string{p.full}
+	if c, ok := err.(interface{ Plugins() []string }); ok {
+		plugins = c.Plugins()
+	}
+	return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_CONFLICT, plugins,
+		"%s: %v", ev.name, err)
+}
+
+// validate runs the default validator and the validating plugins on the
+// merged result of a container creation. Validators fail closed: a
+// rejection, an error or an unavailable validator fails the creation.
+func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRequest, m *merge.Create,
+	out *nriv1beta1.AdaptationServiceCreateContainerResponse, rec *nriv1beta1.DispatchRecord) error {
+	var validators []*plugin
+	var all []*nriv1beta1.PluginInstance
+	for _, sl := range *s.order.Load() {
+		p := sl.target(ctx)
+		if p == nil {
+			continue
+		}
+		all = append(all, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
+		if p.mask&evValidate.mask() != 0 {
+			validators = append(validators, p)
+		}
+	}
+	runDefault := s.validator.Enabled()
+	if !runDefault {
+		// Plugins required by a pod annotation are checked even when no
+		// default-validator knob is set.
+		_, annotated, err := s.validator.Required(req.Pod, req.Container)
+		runDefault = err != nil || len(annotated) > 0
+	}
+	if len(validators) == 0 && !runDefault {
+		return nil
+	}
+	vreq := &nriv1beta1.ValidateContainerAdjustmentRequest{
+		Pod:       req.Pod,
+		Container: m.Pristine(),
+		Adjust:    out.Adjust,
+		Update:    out.Update,
+		Owners:    m.Owners(),
+		Plugins:   all,
+	}
+	if runDefault {
+		if err := s.validator.Validate(vreq); err != nil {
+			var missing *validate.MissingPluginsError
+			if errors.As(err, &missing) {
+				return dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+					missing.Missing, "CreateContainer: %v", err)
+			}
+			return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED,
+				[]string{"default-validator"}, "validator \"default-validator\" rejected container adjustment, reason: %v", err)
+		}
+	}
+	if len(validators) == 0 {
+		return nil
+	}
+	type result struct {
+		rsp *nriv1beta1.ValidateContainerAdjustmentResponse
+		err error
+	}
+	results := make([]result, len(validators))
+	pcs := make([]*nriv1beta1.PluginCall, len(validators))
+	var wg sync.WaitGroup
+	for i, p := range validators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			rsp, err := p.call(ctx, evValidate.method, p.timeouts.forEvent(evValidate.event), vreq, nil,
+				newRsp[nriv1beta1.ValidateContainerAdjustmentResponse]())
+			d := time.Since(start)
+			outcome := nriv1beta1.CallOutcome_CALL_OUTCOME_OK
+			if err != nil {
+				outcome, _ = classify(err)
+			} else if rsp.(*nriv1beta1.ValidateContainerAdjustmentResponse).GetReject() {
+				outcome = nriv1beta1.CallOutcome_CALL_OUTCOME_VETO
+			}
+			var pc *nriv1beta1.PluginCall
+			if rec != nil {
+				pc = &nriv1beta1.PluginCall{Plugin: &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx}, InstanceId: p.instanceID}
+				pcs[i] = pc
+			}
+			s.observe(p, evValidate, outcome, d, pc, err)
+			if err != nil {
+				if o, avail := classify(err); avail {
+					s.afterFailure(p, o, err)
+				}
+				results[i] = result{err: err}
+				return
+			}
+			results[i] = result{rsp: rsp.(*nriv1beta1.ValidateContainerAdjustmentResponse)}
+		}()
+	}
+	wg.Wait()
+	if rec != nil {
+		for _, pc := range pcs {
+			rec.Calls = append(rec.Calls, pc)
+		}
+	}
+	for i, r := range results {
+		p := validators[i]
+		if r.err != nil {
+			return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED, []string{p.full},
+				"validator plugin %s failed: %s", p.full, status.Convert(r.err).Message())
+		}
+		if r.rsp.GetReject() {
+			reason := r.rsp.GetReason()
+			if reason == "" {
+				reason = "unknown rejection reason"
+			}
+			return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED, []string{p.full},
+				"validator %q rejected container adjustment, reason: %s", p.full, reason)
+		}
+	}
+	return nil
+}
+
+// PostCreateContainer dispatches a completed container creation.
+func (s *Server) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCreateContainerRequest) ([]*nriv1beta1.PluginError, error) {
+	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	return s.notify(ctx, evPostCreateContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostCreateContainerResponse](),
+		func() { s.state.setContainer(req.Container) })
+}
+
+// StartContainer dispatches the start of a container.
+func (s *Server) StartContainer(ctx context.Context, req *nriv1beta1.StartContainerRequest) error {
+	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return err
+	}
+	return s.event(ctx, evStartContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
+		_, err := s.dispatch(ctx, evStartContainer, req, newRsp[nriv1beta1.StartContainerResponse](), nil, rec)
+		if err == nil {
+			s.state.setContainer(req.Container)
+		}
+		return err
+	})
+}
+
+// PostStartContainer dispatches a completed container start.
+func (s *Server) PostStartContainer(ctx context.Context, req *nriv1beta1.PostStartContainerRequest) ([]*nriv1beta1.PluginError, error) {
+	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	return s.notify(ctx, evPostStartContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostStartContainerResponse](),
+		func() { s.state.setContainer(req.Container) })
+}
+
+// UpdateContainer dispatches a container resource update and returns the
+// target's final resources and the updates of other containers.
+func (s *Server) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.AdaptationServiceUpdateContainerResponse, error) {
+	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	var out *nriv1beta1.AdaptationServiceUpdateContainerResponse
+	err := s.event(ctx, evUpdateContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
+		m := merge.NewUpdate(req)
+		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
+			changed, err := m.Apply(p.full, rsp.(*nriv1beta1.UpdateContainerResponse), changes)
+			if err != nil {
+				return false, mergeError(evUpdateContainer, p, err)
+			}
+			return changed, nil
+		}
+		if _, err := s.dispatch(ctx, evUpdateContainer, req, newRsp[nriv1beta1.UpdateContainerResponse](), apply, rec); err != nil {
+			return err
+		}
+		out = m.Result()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PostUpdateContainer dispatches a completed container update.
+func (s *Server) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUpdateContainerRequest) ([]*nriv1beta1.PluginError, error) {
+	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	return s.notify(ctx, evPostUpdateContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostUpdateContainerResponse](),
+		func() { s.state.setContainer(req.Container) })
+}
+
+// StopContainer dispatches the stop of a container and returns the updates
+// plugins asked for other containers. Errors never stop delivery.
+func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.AdaptationServiceStopContainerResponse, error) {
+	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	var out *nriv1beta1.AdaptationServiceStopContainerResponse
+	err := s.event(ctx, evStopContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
+		m := merge.NewStop(req)
+		var mergeErrs []*nriv1beta1.PluginError
+		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
+			if _, err := m.Apply(p.full, rsp.(*nriv1beta1.StopContainerResponse), changes); err != nil {
+				// A teardown event goes on: the conflicting update is dropped.
+				mergeErrs = append(mergeErrs, &nriv1beta1.PluginError{
+					Plugin: &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
+					Code:   int32(codes.FailedPrecondition), Message: err.Error(),
+				})
+			}
+			return false, nil
+		}
+		errs, err := s.dispatch(ctx, evStopContainer, req, newRsp[nriv1beta1.StopContainerResponse](), apply, rec)
+		out = m.Result()
+		out.PluginErrors = append(errs, mergeErrs...)
+		s.state.setContainer(req.Container)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RemoveContainer dispatches the removal of a container.
+func (s *Server) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest) ([]*nriv1beta1.PluginError, error) {
+	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	return s.notify(ctx, evRemoveContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.RemoveContainerResponse](),
+		func() { s.state.deleteContainer(req.Container.Id) })
+}
+
+// errNoRuntime is returned for unsolicited updates while no runtime can
+// apply them.
+var errNoRuntime = status.Error(codes.Unavailable, "no runtime is attached to apply updates")

@@ -1,0 +1,236 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
+)
+
+// applyFunc merges one plugin's answer into the event's result. changed
+// reports whether the request the next plugin sees was modified; changes,
+// when not nil, collects the fields the plugin changed for the record.
+type applyFunc func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (changed bool, err error)
+
+// event runs one event: it holds the registration cut shared and the pod's
+// lock for the whole dispatch, and records it.
+func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
+	run func(rec *nriv1beta1.DispatchRecord) error) error {
+	s.cut.RLock()
+	defer s.cut.RUnlock()
+	unlock := s.pods.lock(pod.GetId())
+	defer unlock()
+	rec := s.records.begin(ev.event, pod, ctr)
+	err := run(rec)
+	s.records.end(rec, err)
+	return err
+}
+
+// checkRequired fails a creating event when a plugin the operator requires
+// is not registered.
+func (s *Server) checkRequired(ev *eventInfo) error {
+	req := s.opts.validator.RequiredPlugins
+	if len(req) == 0 {
+		return nil
+	}
+	present := map[string]bool{}
+	for _, sl := range *s.order.Load() {
+		present[sl.full] = true
+		present[sl.full[3:]] = true
+	}
+	var missing []string
+	for _, name := range req {
+		if !present[name] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE, missing,
+		"%s: required plugins %q not present", ev.name, missing)
+}
+
+// dispatch delivers an event to every subscribed plugin in order and merges
+// their answers with apply. For a creating event the first veto, conflict
+// or unavailable required plugin fails it; for other events errors are
+// collected and delivery goes on.
+func (s *Server) dispatch(ctx context.Context, ev *eventInfo, req proto.Message, newRsp func() proto.Message,
+	apply applyFunc, rec *nriv1beta1.DispatchRecord) ([]*nriv1beta1.PluginError, error) {
+	return s.dispatchTo(ctx, ev, req, newRsp, apply, rec, nil)
+}
+
+// dispatchTo is dispatch; with dry set, only plugins that declared dry-run
+// support are called and the others are appended to *dry.
+func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Message, newRsp func() proto.Message,
+	apply applyFunc, rec *nriv1beta1.DispatchRecord, dry *[]*nriv1beta1.PluginInstance) ([]*nriv1beta1.PluginError, error) {
+	if ev.creating && dry == nil {
+		if err := s.checkRequired(ev); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		raw  []byte // req encoded, valid until a plugin changes it
+		errs []*nriv1beta1.PluginError
+	)
+	for _, sl := range *s.order.Load() {
+		p := sl.target(ctx)
+		if p == nil || p.mask&ev.mask() == 0 {
+			continue
+		}
+		if dry != nil && !p.caps.GetDryRun() {
+			*dry = append(*dry, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
+			if rec != nil {
+				rec.Calls = append(rec.Calls, &nriv1beta1.PluginCall{Plugin: &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
+					InstanceId: p.instanceID, Outcome: nriv1beta1.CallOutcome_CALL_OUTCOME_NOT_EVALUATED})
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return errs, status.FromContextError(err).Err()
+		}
+		if raw == nil && p.c.remote() {
+			var err error
+			if raw, err = codec.Encode(req); err != nil {
+				return errs, status.Errorf(codes.Internal, "encoding %s: %v", ev.name, err)
+			}
+		}
+		start := time.Now()
+		rsp, err := p.call(ctx, ev.method, p.timeouts.forEvent(ev.event), req, raw, newRsp)
+		d := time.Since(start)
+		pc := recordCall(rec, p, d)
+		if err == nil {
+			var changes *[]*nriv1beta1.FieldChange
+			if pc != nil {
+				changes = &pc.Changes
+			}
+			changed := false
+			if apply != nil {
+				changed, err = apply(p, rsp, changes)
+			}
+			if err == nil {
+				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_OK, d, pc, nil)
+				if changed {
+					raw = nil
+				}
+				continue
+			}
+			// A merge error: the plugin's answer conflicts or is refused.
+			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_OK, d, pc, nil)
+			return errs, err
+		}
+		if ctx.Err() != nil {
+			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE, d, pc, err)
+			return errs, status.FromContextError(ctx.Err()).Err()
+		}
+		outcome, avail := classify(err)
+		if avail {
+			s.observe(p, ev, outcome, d, pc, err)
+			s.afterFailure(p, outcome, err)
+			if p.required() && ev.creating {
+				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+					[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, status.Convert(err).Message())
+			}
+			if pc != nil {
+				pc.FailedOpen = true
+			}
+			continue
+		}
+		if ev.creating {
+			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_VETO, d, pc, err)
+			st := status.Convert(err)
+			return errs, dispatchError(st.Code(), nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_VETOED, []string{p.full},
+				"plugin %s vetoed %s: %s", p.full, ev.name, st.Message())
+		}
+		s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_ERROR, d, pc, err)
+		st := status.Convert(err)
+		errs = append(errs, &nriv1beta1.PluginError{
+			Plugin:  &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
+			Code:    int32(st.Code()),
+			Message: st.Message(),
+		})
+	}
+	return errs, nil
+}
+
+// classify sorts a failed call: availability failures (the plugin could not
+// answer) versus verdicts (it answered with an error).
+func classify(err error) (nriv1beta1.CallOutcome, bool) {
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		return nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT, true
+	case codes.Unavailable, codes.ResourceExhausted, codes.Canceled, codes.Unimplemented:
+		return nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE, true
+	}
+	if isGarbage(err) {
+		return nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE, true
+	}
+	return nriv1beta1.CallOutcome_CALL_OUTCOME_VETO, false
+}
+
+// afterFailure disconnects a plugin after an availability failure, as its
+// policy says: a lost connection or a protocol error always, a timeout
+// unless the plugin asked to stay connected.
+func (s *Server) afterFailure(p *plugin, outcome nriv1beta1.CallOutcome, err error) {
+	switch {
+	case outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT:
+		if !p.policy.GetKeepConnected() {
+			p.retiring.Store(true)
+			go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "request handling timeout")
+		}
+	case status.Code(err) == codes.Unavailable:
+		p.close(fmt.Errorf("plugin unavailable: %s", status.Convert(err).Message()))
+	default:
+		p.retiring.Store(true)
+		go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "protocol error: "+status.Convert(err).Message())
+	}
+}
+
+// observe counts and measures one call.
+func (s *Server) observe(p *plugin, ev *eventInfo, outcome nriv1beta1.CallOutcome, d time.Duration, pc *nriv1beta1.PluginCall, err error) {
+	p.counters.calls.Add(1)
+	switch outcome {
+	case nriv1beta1.CallOutcome_CALL_OUTCOME_VETO:
+		p.counters.vetoes.Add(1)
+	case nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT:
+		p.counters.timeouts.Add(1)
+	case nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE:
+		p.counters.unavailable.Add(1)
+	case nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED:
+		p.counters.refused.Add(1)
+	case nriv1beta1.CallOutcome_CALL_OUTCOME_ERROR:
+		p.counters.errors.Add(1)
+	}
+	if err != nil {
+		p.noteError(err)
+		s.log.Debug("plugin call failed", "plugin", p.full, "event", ev.name, "outcome", outcome.String(), "error", err)
+	}
+	s.opts.metrics.PluginCall(p.full, ev.event, outcome, d)
+	if pc != nil {
+		pc.Outcome = outcome
+		if err != nil {
+			pc.Error = status.Convert(err).Message()
+		}
+	}
+}
+
+// recordCall adds a call to the record, if there is one.
+func recordCall(rec *nriv1beta1.DispatchRecord, p *plugin, d time.Duration) *nriv1beta1.PluginCall {
+	if rec == nil {
+		return nil
+	}
+	pc := &nriv1beta1.PluginCall{
+		Plugin:     &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
+		InstanceId: p.instanceID,
+		Duration:   durationpb.New(d),
+	}
+	rec.Calls = append(rec.Calls, pc)
+	return pc
+}

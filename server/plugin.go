@@ -1,0 +1,268 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+)
+
+// Metadata keys on every server-to-plugin call.
+const (
+	// MetadataInstanceID carries the instance id the call is addressed to.
+	MetadataInstanceID = "nri-instance-id"
+	// MetadataNodeName carries the server's node name.
+	MetadataNodeName = "nri-node-name"
+	// MetadataRuntimeName carries the runtime's name.
+	MetadataRuntimeName = "nri-runtime-name"
+)
+
+// gate is a one-shot readiness signal: closed once a plugin finished
+// (re)synchronizing, with the outcome.
+type gate struct {
+	ch chan struct{}
+	ok bool
+}
+
+func newGate() *gate { return &gate{ch: make(chan struct{})} }
+
+func openGate(ok bool) *gate {
+	g := &gate{ch: make(chan struct{}), ok: ok}
+	close(g.ch)
+	return g
+}
+
+// plugin is one registered plugin instance.
+type plugin struct {
+	s          *Server
+	name, idx  string
+	full       string // "NN-name"
+	instanceID string
+	identity   string
+	endpoint   string
+	kind       nriv1beta1.PluginKind
+	c          conn
+	md         metadata.MD
+
+	nriVersion, pluginVersion string
+	registeredAt              time.Time
+
+	// Set by Configure, read-only afterwards.
+	mask     uint32
+	policy   *nriv1beta1.FailurePolicy
+	caps     *nriv1beta1.Capabilities
+	timeouts timeouts
+	maxMsg   int
+
+	sem   chan struct{} // one slot per allowed concurrent call
+	ready atomic.Pointer[gate]
+	epoch atomic.Uint64
+	st    atomic.Int32 // nriv1beta1.PluginState
+
+	retiring  atomic.Bool // being shut down: receives no more events
+	closed    chan struct{}
+	closeOnce sync.Once
+	closeErr  error // why, set before closed is closed
+
+	counters struct {
+		calls, vetoes, timeouts, unavailable, refused, errors atomic.Uint64
+	}
+	lastErr atomic.Pointer[string]
+}
+
+// timeouts are a plugin's effective call timeouts.
+type timeouts struct {
+	request time.Duration
+	sync    time.Duration
+	events  [nriv1beta1.Event_EVENT_LAST]time.Duration // 0: use request
+}
+
+func (t *timeouts) forEvent(e nriv1beta1.Event) time.Duration {
+	if int(e) < len(t.events) && t.events[e] > 0 {
+		return t.events[e]
+	}
+	return t.request
+}
+
+func (t *timeouts) proto() *nriv1beta1.Timeouts {
+	out := &nriv1beta1.Timeouts{Request: durationpb.New(t.request), Synchronize: durationpb.New(t.sync)}
+	for e, d := range t.events {
+		if d > 0 {
+			out.Events = append(out.Events, &nriv1beta1.EventTimeout{Event: nriv1beta1.Event(e), Timeout: durationpb.New(d)})
+		}
+	}
+	return out
+}
+
+func (p *plugin) state() nriv1beta1.PluginState { return nriv1beta1.PluginState(p.st.Load()) }
+
+func (p *plugin) setState(st nriv1beta1.PluginState) { p.st.Store(int32(st)) }
+
+func (p *plugin) required() bool { return p.policy.GetFailRequest() }
+
+func (p *plugin) isClosed() bool {
+	select {
+	case <-p.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait blocks until the plugin is ready to receive events (it may be
+// synchronizing after the registration cut, or resynchronizing), bounded by
+// its synchronization budget and ctx. It reports whether the plugin can be
+// called.
+func (p *plugin) wait(ctx context.Context) bool {
+	if p.retiring.Load() {
+		return false
+	}
+	g := p.ready.Load()
+	select {
+	case <-g.ch:
+		return g.ok && !p.isClosed()
+	default:
+	}
+	start := time.Now()
+	t := time.NewTimer(p.timeouts.sync + p.s.opts.registrationTimeout)
+	defer t.Stop()
+	defer func() { p.s.opts.metrics.CutWait(p.full, time.Since(start)) }()
+	select {
+	case <-g.ch:
+		return g.ok && !p.isClosed()
+	case <-ctx.Done():
+	case <-t.C:
+	case <-p.closed:
+	}
+	return false
+}
+
+// callContext derives the context of one call: the plugin's timeout for the
+// event (never past the caller's deadline) and the call metadata.
+func (p *plugin) callContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	if p.c.remote() {
+		ctx = metadata.NewOutgoingContext(ctx, p.md)
+	} else {
+		ctx = metadata.NewIncomingContext(ctx, p.md)
+	}
+	return ctx, cancel
+}
+
+var errClosed = status.Error(codes.Unavailable, "plugin connection closed")
+
+// call makes one call to the plugin under its concurrency limit.
+func (p *plugin) call(ctx context.Context, method string, d time.Duration, req proto.Message, raw []byte, newRsp func() proto.Message) (proto.Message, error) {
+	cctx, cancel := p.callContext(ctx, d)
+	defer cancel()
+	select {
+	case p.sem <- struct{}{}:
+	case <-cctx.Done():
+		return nil, status.FromContextError(cctx.Err()).Err()
+	case <-p.closed:
+		return nil, errClosed
+	}
+	defer func() { <-p.sem }()
+	return p.c.invoke(cctx, method, req, raw, newRsp)
+}
+
+// close ends the plugin's registration for good: its session ends, its
+// connection closes and it leaves the dispatch order.
+func (p *plugin) close(reason error) {
+	p.closeOnce.Do(func() {
+		p.closeErr = reason
+		p.setState(nriv1beta1.PluginState_PLUGIN_STATE_CLOSING)
+		close(p.closed)
+		p.s.unregister(p)
+		if err := p.c.close(); err != nil {
+			p.s.log.Debug("closing plugin connection", "plugin", p.full, "error", err)
+		}
+		if reason != nil {
+			p.s.log.Info("plugin unregistered", "plugin", p.full, "instance", p.instanceID, "reason", reason.Error())
+		}
+	})
+}
+
+// shutdown tells the plugin why it goes, best effort and bounded, then
+// closes it.
+func (p *plugin) shutdown(kind nriv1beta1.ShutdownKind, reason string) {
+	if p.isClosed() {
+		return
+	}
+	p.retiring.Store(true)
+	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_CLOSING)
+	ctx, cancel := context.WithTimeout(context.Background(), p.s.opts.shutdownGrace)
+	_, err := p.call(ctx, nriv1beta1.PluginService_Shutdown_FullMethodName, p.s.opts.shutdownGrace,
+		&nriv1beta1.ShutdownRequest{Reason: reason, Kind: kind}, nil,
+		func() proto.Message { return &nriv1beta1.ShutdownResponse{} })
+	cancel()
+	if err != nil {
+		p.s.log.Debug("shutdown call failed", "plugin", p.full, "error", err)
+	}
+	p.close(&shutdownError{kind: kind, reason: reason})
+}
+
+// shutdownError is the reason a plugin was shut down by the server.
+type shutdownError struct {
+	kind   nriv1beta1.ShutdownKind
+	reason string
+}
+
+func (e *shutdownError) Error() string { return e.reason }
+
+func (p *plugin) noteError(err error) {
+	s := err.Error()
+	p.lastErr.Store(&s)
+}
+
+// info describes the plugin for AdminService.
+func (p *plugin) info() *nriv1beta1.PluginInfo {
+	out := &nriv1beta1.PluginInfo{
+		Plugin:        &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
+		InstanceId:    p.instanceID,
+		Identity:      p.identity,
+		Kind:          p.kind,
+		Endpoint:      p.endpoint,
+		Events:        MaskEvents(p.mask),
+		Capabilities:  p.caps,
+		FailurePolicy: p.policy,
+		Timeouts:      p.timeouts.proto(),
+		State:         p.state(),
+		RegisteredAt:  timestamppb.New(p.registeredAt),
+		NriVersion:    p.nriVersion,
+		PluginVersion: p.pluginVersion,
+		Counters: &nriv1beta1.PluginCounters{
+			Calls:       p.counters.calls.Load(),
+			Vetoes:      p.counters.vetoes.Load(),
+			Timeouts:    p.counters.timeouts.Load(),
+			Unavailable: p.counters.unavailable.Load(),
+			Refused:     p.counters.refused.Load(),
+			Errors:      p.counters.errors.Load(),
+		},
+	}
+	if e := p.lastErr.Load(); e != nil {
+		out.LastError = *e
+	}
+	return out
+}
+
+// String returns the plugin's full name and instance.
+func (p *plugin) String() string { return fmt.Sprintf("%s[%s]", p.full, p.instanceID) }
+
+// isGarbage reports a response the gRPC client could not decode (the
+// client library's own INTERNAL error, not one the plugin returned).
+func isGarbage(err error) bool {
+	s, ok := status.FromError(err)
+	return ok && s.Code() == codes.Internal && strings.HasPrefix(s.Message(), "grpc: failed to unmarshal")
+}

@@ -1,0 +1,513 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/peercred"
+	"github.com/nri-grpc/nri-grpc/internal/version"
+)
+
+// slot holds the instances of one plugin identity ("NN-name"): the current
+// one, which receives events, and possibly a newer one that is
+// synchronizing and takes over once it is ready (make before break).
+type slot struct {
+	full     string
+	mu       sync.Mutex
+	current  *plugin
+	pending  *plugin
+	identity string // authenticated identity that owns the slot
+}
+
+func (sl *slot) plugins() []*plugin {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	var out []*plugin
+	for _, p := range []*plugin{sl.current, sl.pending} {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// target returns the instance an event goes to, waiting for a pending
+// instance to finish synchronizing first (the registration cut): events after
+// the cut must reach the new instance, which has not seen them in its
+// snapshot. nil means nobody is there.
+func (sl *slot) target(ctx context.Context) *plugin {
+	sl.mu.Lock()
+	cur, pend := sl.current, sl.pending
+	sl.mu.Unlock()
+	if pend != nil {
+		if pend.wait(ctx) {
+			return pend
+		}
+	}
+	if cur != nil && cur.wait(ctx) {
+		return cur
+	}
+	return nil
+}
+
+// Registration describes a plugin to register.
+type Registration struct {
+	// Name and Index identify the plugin ("10-name" has Index "10").
+	Name, Index string
+	// Identity is the authenticated identity registering it.
+	Identity string
+	// Kind says how the plugin is connected (AdminService).
+	Kind nriv1beta1.PluginKind
+	// Endpoint is the plugin's endpoint, for information.
+	Endpoint string
+	// Config is passed in ConfigureRequest.config.
+	Config string
+	// Capabilities and Timeouts are what the plugin asks for.
+	Capabilities *nriv1beta1.Capabilities
+	Timeouts     *nriv1beta1.Timeouts
+	// NRIVersion and PluginVersion are informational.
+	NRIVersion, PluginVersion string
+}
+
+// Handle is a registered plugin, as returned by RegisterInProcess.
+type Handle struct{ p *plugin }
+
+// InstanceID returns the instance id of the registration.
+func (h *Handle) InstanceID() string { return h.p.instanceID }
+
+// Done is closed when the registration ended.
+func (h *Handle) Done() <-chan struct{} { return h.p.closed }
+
+// Err returns why the registration ended (nil while it lasts).
+func (h *Handle) Err() error {
+	select {
+	case <-h.p.closed:
+		return h.p.closeErr
+	default:
+		return nil
+	}
+}
+
+// Close unregisters the plugin without a Shutdown call.
+func (h *Handle) Close() { h.p.close(nil) }
+
+// Registered returns what the plugin was granted.
+func (h *Handle) Registered() *nriv1beta1.Registered { return h.p.s.registered(h.p) }
+
+// RegisterInProcess registers a Go implementation of PluginService (a
+// builtin, a classic plugin behind the bridge, a test helper) through the
+// same path as remote plugins: validation, Configure, the registration cut
+// and Synchronize. It returns once the plugin is ready for events.
+func (s *Server) RegisterInProcess(ctx context.Context, reg Registration, impl nriv1beta1.PluginServiceServer) (*Handle, error) {
+	if reg.Kind == nriv1beta1.PluginKind_PLUGIN_KIND_UNSPECIFIED {
+		reg.Kind = nriv1beta1.PluginKind_PLUGIN_KIND_IN_PROCESS
+	}
+	p, err := s.register(ctx, reg, &inProcessConn{impl: impl})
+	if err != nil {
+		return nil, err
+	}
+	return &Handle{p: p}, nil
+}
+
+// register runs a registration: checks, Configure, cut, Synchronize,
+// promotion. On failure the connection is closed and the error is a status
+// naming the rule.
+func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugin, error) {
+	if err := checkIdentity(reg.Name, reg.Index); err != nil {
+		_ = c.close()
+		return nil, err
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		_ = c.close()
+		return nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SHUTTING_DOWN, "", "the server is shutting down")
+	}
+	p := &plugin{
+		s:             s,
+		name:          reg.Name,
+		idx:           reg.Index,
+		full:          reg.Index + "-" + reg.Name,
+		identity:      reg.Identity,
+		endpoint:      reg.Endpoint,
+		kind:          reg.Kind,
+		c:             c,
+		nriVersion:    reg.NRIVersion,
+		pluginVersion: reg.PluginVersion,
+		registeredAt:  time.Now(),
+		closed:        make(chan struct{}),
+	}
+	p.instanceID = fmt.Sprintf("%s-%d-%d", p.full, p.registeredAt.UnixNano(), s.instances.Add(1))
+	_, info := s.runtime()
+	p.md = metadata.Pairs(MetadataInstanceID, p.instanceID, MetadataNodeName, s.opts.nodeName, MetadataRuntimeName, info.Name)
+	p.ready.Store(newGate())
+	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_CONFIGURING)
+	if err := s.grant(p, reg); err != nil {
+		_ = c.close()
+		return nil, err
+	}
+	if err := s.configure(ctx, p, reg.Config); err != nil {
+		p.close(err)
+		return nil, err
+	}
+	pods, ctrs, err := s.admit(p)
+	if err != nil {
+		p.close(err)
+		return nil, err
+	}
+	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING)
+	p.epoch.Store(1)
+	updates, evictions, err := s.synchronize(ctx, p, pods, ctrs, 1, nriv1beta1.SyncReason_SYNC_REASON_REGISTRATION)
+	if err != nil {
+		err = refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED, "",
+			"synchronizing plugin %s: %v", p.full, err)
+		s.abandon(p)
+		p.close(err)
+		return nil, err
+	}
+	s.promote(p)
+	s.applyAsync(p, updates, evictions)
+	s.log.Info("plugin registered", "plugin", p.full, "instance", p.instanceID, "identity", p.identity,
+		"kind", p.kind.String(), "events", fmt.Sprintf("0x%x", p.mask), "required", p.required())
+	return p, nil
+}
+
+// grant derives the capabilities and timeouts the plugin gets.
+func (s *Server) grant(p *plugin, reg Registration) error {
+	want := reg.Capabilities
+	caps := &nriv1beta1.Capabilities{
+		MaxConcurrentCalls: max(1, min(want.GetMaxConcurrentCalls(), s.opts.maxConcurrentCalls)),
+		DryRun:             want.GetDryRun(),
+		Resync:             want.GetResync(),
+		MaxMessageSize:     uint32(s.opts.maxMessageSize),
+	}
+	if m := want.GetMaxMessageSize(); m != 0 {
+		if m < 64<<10 {
+			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
+				"capabilities.max_message_size", "capabilities.max_message_size: %d is below the minimum of 65536 bytes", m)
+		}
+		caps.MaxMessageSize = min(m, caps.MaxMessageSize)
+	}
+	p.caps = caps
+	p.maxMsg = int(caps.MaxMessageSize)
+	p.sem = make(chan struct{}, caps.MaxConcurrentCalls)
+
+	limit := s.opts.maxTimeout
+	pol := s.pluginPolicy(p.full)
+	if pol != nil && pol.MaxTimeout > 0 {
+		limit = min(limit, pol.MaxTimeout)
+	}
+	check := func(field string, d *time.Duration, v interface{ AsDuration() time.Duration }, present bool) error {
+		if !present {
+			return nil
+		}
+		got := v.AsDuration()
+		if got <= 0 {
+			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
+				field, "%s: %v is not a positive duration", field, got)
+		}
+		*d = min(got, limit)
+		return nil
+	}
+	t := timeouts{request: min(s.opts.requestTimeout, limit)}
+	want2 := reg.Timeouts
+	if err := check("timeouts.request", &t.request, want2.GetRequest(), want2.GetRequest() != nil); err != nil {
+		return err
+	}
+	t.sync = t.request
+	if err := check("timeouts.synchronize", &t.sync, want2.GetSynchronize(), want2.GetSynchronize() != nil); err != nil {
+		return err
+	}
+	for i, et := range want2.GetEvents() {
+		e := et.GetEvent()
+		if e <= nriv1beta1.Event_EVENT_UNSPECIFIED || e >= nriv1beta1.Event_EVENT_LAST {
+			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
+				fmt.Sprintf("timeouts.events[%d].event", i), "timeouts.events[%d].event: %d is not an event", i, e)
+		}
+		if err := check(fmt.Sprintf("timeouts.events[%d].timeout", i), &t.events[e], et.GetTimeout(), et.GetTimeout() != nil); err != nil {
+			return err
+		}
+	}
+	p.timeouts = t
+	return nil
+}
+
+func (s *Server) pluginPolicy(full string) *PluginPolicy {
+	if s.opts.policyFor == nil {
+		return nil
+	}
+	return s.opts.policyFor(full)
+}
+
+// configure calls Configure and records the subscription and policy.
+func (s *Server) configure(ctx context.Context, p *plugin, config string) error {
+	_, info := s.runtime()
+	req := &nriv1beta1.ConfigureRequest{
+		Config:              config,
+		RuntimeName:         info.Name,
+		RuntimeVersion:      info.Version,
+		RegistrationTimeout: s.opts.registrationTimeout.Milliseconds(),
+		RequestTimeout:      p.timeouts.request.Milliseconds(),
+		NriVersion:          version.NRI(),
+		NodeName:            s.opts.nodeName,
+		InstanceId:          p.instanceID,
+		Capabilities:        p.caps,
+		ServerVersion:       version.Server(),
+		Timeouts:            p.timeouts.proto(),
+	}
+	rsp, err := p.call(ctx, nriv1beta1.PluginService_Configure_FullMethodName, s.opts.registrationTimeout, req, nil,
+		func() proto.Message { return &nriv1beta1.ConfigureResponse{} })
+	if err != nil {
+		return refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "",
+			"configuring plugin %s: %v", p.full, err)
+	}
+	cr := rsp.(*nriv1beta1.ConfigureResponse)
+	mask := uint32(cr.GetEvents())
+	if cr.GetEvents() < 0 || mask&^AllEvents != 0 {
+		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,
+			"events", "ConfigureResponse.events: 0x%x has bits outside the 14 events (0x%x)", uint32(cr.GetEvents()), AllEvents)
+	}
+	if mask == 0 {
+		mask = AllEvents
+	}
+	p.mask = mask
+	policy := &nriv1beta1.FailurePolicy{
+		FailRequest:   cr.GetFailurePolicy().GetFailRequest(),
+		KeepConnected: cr.GetFailurePolicy().GetKeepConnected(),
+	}
+	if pol := s.pluginPolicy(p.full); pol != nil {
+		if pol.Required != nil {
+			policy.FailRequest = *pol.Required
+		}
+		if pol.KeepConnected != nil {
+			policy.KeepConnected = *pol.KeepConnected
+		}
+	}
+	p.policy = policy
+	return nil
+}
+
+// admit is the registration cut: with events paused, it takes the snapshot
+// the plugin is synchronized with and inserts the plugin as pending, so every
+// later event waits for it.
+func (s *Server) admit(p *plugin) ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container, error) {
+	s.cut.Lock()
+	defer s.cut.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SHUTTING_DOWN, "", "the server is shutting down")
+	}
+	sl := s.slots[p.full]
+	if sl != nil && sl.identity != p.identity {
+		return nil, nil, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_IDENTITY_MISMATCH, "plugin_name",
+			"plugin %s is registered by identity %q; %q may not replace it", p.full, sl.identity, p.identity)
+	}
+	if sl == nil {
+		sl = &slot{full: p.full, identity: p.identity}
+		s.slots[p.full] = sl
+		s.reorderLocked()
+	}
+	sl.mu.Lock()
+	old := sl.pending
+	sl.pending = p
+	sl.mu.Unlock()
+	if old != nil {
+		// An even newer instance wins over one still synchronizing.
+		go old.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_REPLACED, "replaced by a newer instance")
+	}
+	pods, ctrs := s.state.snapshot()
+	return pods, ctrs, nil
+}
+
+// promote makes a synchronized pending instance current and retires the
+// instance it replaces.
+func (s *Server) promote(p *plugin) {
+	s.mu.Lock()
+	sl := s.slots[p.full]
+	s.mu.Unlock()
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	if sl.pending != p {
+		sl.mu.Unlock()
+		return
+	}
+	old := sl.current
+	sl.current, sl.pending = p, nil
+	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_READY)
+	g := p.ready.Load()
+	g.ok = true
+	close(g.ch)
+	sl.mu.Unlock()
+	if old != nil {
+		go old.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_REPLACED, "replaced by a newer instance")
+	}
+	s.opts.metrics.Plugins(s.pluginCount())
+}
+
+// abandon drops a pending instance whose synchronization failed; events that
+// waited for it go to the current instance, if any.
+func (s *Server) abandon(p *plugin) {
+	g := p.ready.Load()
+	g.ok = false
+	close(g.ch)
+}
+
+// unregister removes a closed instance from its slot.
+func (s *Server) unregister(p *plugin) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.slots[p.full]
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	if sl.current == p {
+		sl.current = nil
+	}
+	if sl.pending == p {
+		sl.pending = nil
+	}
+	empty := sl.current == nil && sl.pending == nil
+	sl.mu.Unlock()
+	if empty {
+		delete(s.slots, p.full)
+		s.reorderLocked()
+	}
+	s.opts.metrics.Plugins(len(s.slots))
+}
+
+// reorderLocked rebuilds the dispatch order: index, then name, which is the
+// order of the full names.
+func (s *Server) reorderLocked() {
+	order := make([]*slot, 0, len(s.slots))
+	for _, sl := range s.slots {
+		order = append(order, sl)
+	}
+	slices.SortFunc(order, func(a, b *slot) int { return strings.Compare(a.full, b.full) })
+	s.order.Store(&order)
+}
+
+func (s *Server) pluginCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.slots)
+}
+
+// Plugins describes the registered plugins in dispatch order.
+func (s *Server) Plugins() []*nriv1beta1.PluginInfo {
+	var out []*nriv1beta1.PluginInfo
+	for _, sl := range *s.order.Load() {
+		for _, p := range sl.plugins() {
+			out = append(out, p.info())
+		}
+	}
+	return out
+}
+
+// registered is the first message of a registration session.
+func (s *Server) registered(p *plugin) *nriv1beta1.Registered {
+	_, info := s.runtime()
+	return &nriv1beta1.Registered{
+		InstanceId:     p.instanceID,
+		ServerVersion:  version.Server(),
+		Capabilities:   p.caps,
+		NodeName:       s.opts.nodeName,
+		RuntimeName:    info.Name,
+		RuntimeVersion: info.Version,
+		Timeouts:       p.timeouts.proto(),
+		FailurePolicy:  p.policy,
+		Identity:       p.identity,
+		Events:         int32(p.mask),
+	}
+}
+
+// checkIdentity applies classic NRI's rules for plugin names and indices.
+func checkIdentity(name, idx string) error {
+	if name == "" {
+		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_NAME, "plugin_name",
+			"plugin_name: must not be empty")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.+-", r)) {
+			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_NAME, "plugin_name",
+				"plugin_name: %q contains %q; allowed are [a-zA-Z0-9_.+-]", name, r)
+		}
+	}
+	if len(idx) != 2 || idx[0] < '0' || idx[0] > '9' || idx[1] < '0' || idx[1] > '9' {
+		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_INDEX, "plugin_idx",
+			"plugin_idx: %q must be exactly two ASCII digits", idx)
+	}
+	return nil
+}
+
+// dialPlugin connects to a remote plugin's endpoint under the endpoint
+// policy: a unix socket inside the plugin socket directory whose listening
+// process has the registrant's uid.
+func (s *Server) dialPlugin(endpoint string, uid uint32) (conn, error) {
+	path, err := s.checkEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	creds := peercred.Credentials{ClientCheck: func(info peercred.Info) error {
+		if info.UID != uid {
+			return fmt.Errorf("endpoint %s is served by uid %d, the registrant is uid %d", endpoint, info.UID, uid)
+		}
+		return nil
+	}}
+	opts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDisableRetry(),
+		grpc.WithIdleTimeout(0),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(s.opts.maxMessageSize), grpc.MaxCallRecvMsgSize(s.opts.maxMessageSize)),
+		codec.DialOption(),
+	}, s.opts.dialOptions...)
+	cc, err := grpc.NewClient("unix://"+path, opts...)
+	if err != nil {
+		return nil, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
+			"endpoint: %v", err)
+	}
+	return &remoteConn{cc: cc}, nil
+}
+
+// checkEndpoint applies the endpoint policy and returns the socket path.
+func (s *Server) checkEndpoint(endpoint string) (string, error) {
+	bad := func(format string, args ...any) error {
+		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
+			"endpoint: "+format, args...)
+	}
+	if endpoint == "" {
+		return "", bad("must not be empty for a remote plugin")
+	}
+	if !strings.HasPrefix(endpoint, "unix://") {
+		return "", bad("%q is not a unix:// target; only unix sockets in %s are allowed", endpoint, s.opts.pluginSocketDir)
+	}
+	path := strings.TrimPrefix(endpoint, "unix://")
+	if !filepath.IsAbs(path) {
+		return "", bad("%q is not an absolute path", path)
+	}
+	clean := filepath.Clean(path)
+	dir := filepath.Clean(s.opts.pluginSocketDir)
+	if !strings.HasPrefix(clean, dir+string(filepath.Separator)) {
+		return "", bad("%q is outside the plugin socket directory %s", clean, dir)
+	}
+	if len(clean) > 107 {
+		return "", bad("%q is longer than the 107 bytes a unix socket path may have", clean)
+	}
+	return clean, nil
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/peercred"
+)
+
+type identityKey struct{}
+
+// ContextWithIdentity attaches an authenticated identity to a call's
+// context (done by the authentication interceptor).
+func ContextWithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFromContext returns the caller's identity: the one an
+// authentication interceptor attached, else the unix peer credentials of the
+// connection.
+func IdentityFromContext(ctx context.Context) (Identity, bool) {
+	if id, ok := ctx.Value(identityKey{}).(Identity); ok {
+		return id, true
+	}
+	if info, ok := peercred.FromContext(ctx); ok {
+		return Identity{Name: info.String(), UID: info.UID, Unix: true}, true
+	}
+	return Identity{}, false
+}
+
+// RuntimeService returns the gRPC RuntimeService of the server. Serve it on
+// a listener whose connections carry peer credentials
+// (peercred.Credentials) or behind an authentication interceptor.
+func (s *Server) RuntimeService() nriv1beta1.RuntimeServiceServer { return &runtimeService{s: s} }
+
+type runtimeService struct {
+	nriv1beta1.UnimplementedRuntimeServiceServer
+	s *Server
+}
+
+// RegisterPlugin runs a registration session.
+func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, stream grpc.ServerStreamingServer[nriv1beta1.RegisterPluginResponse]) error {
+	ctx := stream.Context()
+	s := r.s
+	id, ok := IdentityFromContext(ctx)
+	if !ok {
+		return status.Error(codes.Unauthenticated, "the caller has no identity: connect over the unix socket or authenticate")
+	}
+	if err := checkIdentity(req.GetPluginName(), req.GetPluginIdx()); err != nil {
+		return err
+	}
+	if err := s.opts.authorizer.AuthorizeRegistration(ctx, id, req); err != nil {
+		return err
+	}
+	if !id.Unix {
+		return refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
+			"endpoint: identity %q has no unix credentials to check the dialed endpoint against", id.Name)
+	}
+	c, err := s.dialPlugin(req.GetEndpoint(), id.UID)
+	if err != nil {
+		return err
+	}
+	p, err := s.register(ctx, Registration{
+		Name:          req.GetPluginName(),
+		Index:         req.GetPluginIdx(),
+		Identity:      id.Name,
+		Kind:          nriv1beta1.PluginKind_PLUGIN_KIND_REMOTE,
+		Endpoint:      req.GetEndpoint(),
+		Capabilities:  req.GetCapabilities(),
+		Timeouts:      req.GetTimeouts(),
+		NRIVersion:    req.GetNriVersion(),
+		PluginVersion: req.GetPluginVersion(),
+	}, c)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&nriv1beta1.RegisterPluginResponse{
+		Message: &nriv1beta1.RegisterPluginResponse_Registered{Registered: s.registered(p)},
+	}); err != nil {
+		p.close(err)
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		p.close(errors.New("the plugin ended its registration session"))
+		return status.FromContextError(ctx.Err()).Err()
+	case <-p.closed:
+		var se *shutdownError
+		if errors.As(p.closeErr, &se) {
+			return nil // Shutdown told the plugin why.
+		}
+		msg := "registration ended"
+		if p.closeErr != nil {
+			msg += ": " + p.closeErr.Error()
+		}
+		return status.Error(codes.Unavailable, msg)
+	}
+}
+
+// UpdateContainers relays a plugin's unsolicited updates and evictions.
+func (r *runtimeService) UpdateContainers(ctx context.Context, req *nriv1beta1.UpdateContainersRequest) (*nriv1beta1.UpdateContainersResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	ids := md.Get(MetadataInstanceID)
+	if len(ids) != 1 || ids[0] == "" {
+		return nil, invalid("metadata "+MetadataInstanceID, "must name the instance id of a registered plugin")
+	}
+	p := r.s.instance(ids[0])
+	if p == nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "metadata %s: instance %q is not registered", MetadataInstanceID, ids[0])
+	}
+	if id, ok := IdentityFromContext(ctx); !ok || id.Name != p.identity {
+		return nil, status.Errorf(codes.PermissionDenied, "instance %q belongs to identity %q, not to the caller", ids[0], p.identity)
+	}
+	failed, failedEv, err := r.s.UpdateContainers(ctx, p.full, req.GetUpdate(), req.GetEvict())
+	if err != nil {
+		return nil, err
+	}
+	return &nriv1beta1.UpdateContainersResponse{Failed: failed, FailedEvictions: failedEv}, nil
+}
+
+// instance finds a registered plugin instance by id.
+func (s *Server) instance(id string) *plugin {
+	for _, sl := range *s.order.Load() {
+		for _, p := range sl.plugins() {
+			if p.instanceID == id {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// UpdateContainers relays unsolicited updates and evictions of an
+// in-process plugin.
+func (h *Handle) UpdateContainers(ctx context.Context, updates []*nriv1beta1.ContainerUpdate,
+	evictions []*nriv1beta1.ContainerEviction) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
+	if h.p.isClosed() {
+		return nil, nil, status.Error(codes.FailedPrecondition, "the plugin is not registered")
+	}
+	return h.p.s.UpdateContainers(ctx, h.p.full, updates, evictions)
+}

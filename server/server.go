@@ -1,0 +1,232 @@
+// Package server is the NRI core of nri-grpc: plugin registration,
+// synchronization, ordered dispatch, merging, validation and failure policy,
+// with a runtime-facing Go API (the entry points of classic NRI's
+// pkg/adaptation) that a runtime can embed, and the same API served over
+// gRPC.
+//
+// Where things are:
+//   - registry.go: registration sessions, instance handover, unregistering
+//   - sync.go: Synchronize paging, the registration cut, resync
+//   - dispatch.go: calling plugins in order, timeouts, failure policy, records
+//   - api.go: the runtime-facing entry points (RunPodSandbox ...)
+//   - merge/: merging plugin results with field ownership
+//   - validate/: the default validator and required plugins
+//   - runtime_service.go, adaptation_service.go: the gRPC services
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/server/validate"
+)
+
+// Server is an NRI server. Create it with New; a runtime calls its entry
+// points for every pod and container lifecycle event.
+type Server struct {
+	opts options
+	log  *slog.Logger
+
+	// cut orders events against registration cuts: every event holds it
+	// shared for its whole dispatch; taking a snapshot for a new plugin (or a
+	// resync) holds it exclusively, briefly.
+	cut  sync.RWMutex
+	pods podLocks
+
+	state     *state
+	validator *validate.Validator
+
+	mu       sync.Mutex
+	slots    map[string]*slot
+	order    atomic.Pointer[[]*slot] // dispatch order, rebuilt on change
+	rt       Runtime
+	rtInfo   RuntimeInfo
+	attached chan struct{} // closed while a runtime is attached
+	epoch    uint64        // state epoch: bumped by every runtime (re)attach
+	closing  bool
+
+	instances atomic.Uint64
+	records   recorder
+}
+
+// RuntimeInfo identifies the runtime behind the server.
+type RuntimeInfo struct {
+	// Name of the runtime, for example "containerd".
+	Name string
+	// Version of the runtime.
+	Version string
+}
+
+// Runtime is what the server needs from the container runtime besides the
+// events: a way to apply updates and evictions that plugins request outside
+// of an event (at synchronization, or through UpdateContainers).
+type Runtime interface {
+	// UpdateContainers applies updates and evictions and reports what
+	// failed. plugin is the full name of the plugin that asked.
+	UpdateContainers(ctx context.Context, plugin string, updates []*nriv1beta1.ContainerUpdate,
+		evictions []*nriv1beta1.ContainerEviction) (failed []*nriv1beta1.ContainerUpdate, failedEvictions []*nriv1beta1.ContainerEviction, err error)
+}
+
+// New creates a server.
+func New(opts ...Option) (*Server, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.requestTimeout <= 0 || o.registrationTimeout <= 0 {
+		return nil, fmt.Errorf("server: timeouts must be positive (request %v, registration %v)", o.requestTimeout, o.registrationTimeout)
+	}
+	if o.maxMessageSize < 64<<10 {
+		return nil, fmt.Errorf("server: max message size %d is below 64 KiB", o.maxMessageSize)
+	}
+	if o.authorizer == nil {
+		o.authorizer = OwnerAuthorizer(uint32(os.Getuid()))
+	}
+	v, err := validate.New(o.validator)
+	if err != nil {
+		return nil, fmt.Errorf("server: default validator: %w", err)
+	}
+	s := &Server{
+		opts:      o,
+		log:       o.log,
+		state:     newState(),
+		validator: v,
+		slots:     map[string]*slot{},
+		attached:  make(chan struct{}),
+		rtInfo:    RuntimeInfo{Name: o.runtimeName, Version: o.runtimeVersion},
+	}
+	empty := []*slot{}
+	s.order.Store(&empty)
+	return s, nil
+}
+
+// SetRuntime attaches the runtime and its current pods and containers. The
+// first call seeds the server's state; every later call (a runtime restart,
+// a reattached bridge) replaces it and resynchronizes every registered
+// plugin (DESIGN §5.9). rt may be nil when nothing can apply unsolicited
+// updates.
+func (s *Server) SetRuntime(ctx context.Context, info RuntimeInfo, rt Runtime, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
+	s.cut.Lock()
+	s.mu.Lock()
+	first := s.epoch == 0
+	s.epoch++
+	epoch := s.epoch
+	s.rt, s.rtInfo = rt, info
+	select {
+	case <-s.attached:
+	default:
+		close(s.attached)
+	}
+	s.mu.Unlock()
+	gonePods, goneCtrs := s.state.replace(pods, ctrs)
+	var resync []*plugin
+	if !first {
+		resync = s.beginResync()
+	}
+	s.cut.Unlock()
+	s.log.Info("runtime attached", "runtime", info.Name, "version", info.Version, "pods", len(pods), "containers", len(ctrs), "epoch", epoch)
+	for _, p := range resync {
+		go s.resync(p, epoch, gonePods, goneCtrs)
+	}
+	return nil
+}
+
+// DetachRuntime records that the runtime went away; the server keeps its
+// state and plugins until the runtime attaches again.
+func (s *Server) DetachRuntime(rt Runtime) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rt != rt {
+		return
+	}
+	s.rt = nil
+	select {
+	case <-s.attached:
+		s.attached = make(chan struct{})
+	default:
+	}
+}
+
+// RuntimeAttached returns a channel that is closed while a runtime is
+// attached.
+func (s *Server) RuntimeAttached() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attached
+}
+
+func (s *Server) runtime() (Runtime, RuntimeInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rt, s.rtInfo
+}
+
+// Shutdown stops the server: it refuses new registrations, sends every
+// plugin Shutdown with the reason "server stopping", and closes their
+// connections. It returns when every plugin is closed or ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	var all []*plugin
+	for _, sl := range s.slots {
+		all = append(all, sl.plugins()...)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_SERVER_STOPPING, "server stopping")
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// podLocks serializes the events of one pod, so they keep their order
+// while events of different pods run concurrently.
+type podLocks struct {
+	mu    sync.Mutex
+	locks map[string]*podLock
+}
+
+type podLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock locks pod id and returns the unlock function.
+func (l *podLocks) lock(id string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*podLock{}
+	}
+	pl := l.locks[id]
+	if pl == nil {
+		pl = &podLock{}
+		l.locks[id] = pl
+	}
+	pl.refs++
+	l.mu.Unlock()
+	pl.mu.Lock()
+	return func() {
+		pl.mu.Unlock()
+		l.mu.Lock()
+		if pl.refs--; pl.refs == 0 {
+			delete(l.locks, id)
+		}
+		l.mu.Unlock()
+	}
+}

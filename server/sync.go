@@ -1,0 +1,292 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+)
+
+// syncOverhead is what a page's fields other than pods and containers can
+// take (more, epoch, reason), with a margin.
+const syncOverhead = 64
+
+// page is one Synchronize page.
+type page struct {
+	pods []*nriv1beta1.PodSandbox
+	ctrs []*nriv1beta1.Container
+}
+
+// paginate splits the state into pages whose encoding fits limit bytes,
+// computed from the objects' sizes: no oversized message is ever built. An
+// object that alone exceeds the limit is an error.
+func paginate(pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container, limit int) ([]page, int, error) {
+	var (
+		pages []page
+		cur   page
+		size  = syncOverhead
+		total int
+	)
+	add := func(n int, what string, id string) (bool, error) {
+		elem := 1 + protowire.SizeVarint(uint64(n)) + n
+		if syncOverhead+elem > limit {
+			return false, fmt.Errorf("%s %s alone encodes to %d bytes, over the plugin's maximum message size of %d", what, id, elem, limit)
+		}
+		total += elem
+		if size+elem > limit {
+			pages = append(pages, cur)
+			cur, size = page{}, syncOverhead
+		}
+		size += elem
+		return true, nil
+	}
+	for _, p := range pods {
+		if _, err := add(p.SizeVT(), "pod", p.GetId()); err != nil {
+			return nil, 0, err
+		}
+		cur.pods = append(cur.pods, p)
+	}
+	for _, c := range ctrs {
+		if _, err := add(c.SizeVT(), "container", c.GetId()); err != nil {
+			return nil, 0, err
+		}
+		cur.ctrs = append(cur.ctrs, c)
+	}
+	pages = append(pages, cur)
+	return pages, total, nil
+}
+
+// synchronize hands the plugin the state in pages within its
+// synchronization budget, and returns the updates and evictions it asked
+// for in its reply to the last page.
+func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container,
+	epoch uint64, reason nriv1beta1.SyncReason) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
+	start := time.Now()
+	pages, total, err := paginate(pods, ctrs, p.maxMsg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeouts.sync)
+	defer cancel()
+	var last *nriv1beta1.SynchronizeResponse
+	for i, pg := range pages {
+		more := i < len(pages)-1
+		req := &nriv1beta1.SynchronizeRequest{Pods: pg.pods, Containers: pg.ctrs, More: more, Epoch: epoch, Reason: reason}
+		rsp, err := p.call(ctx, nriv1beta1.PluginService_Synchronize_FullMethodName, p.timeouts.sync, req, nil,
+			newRsp[nriv1beta1.SynchronizeResponse]())
+		if err != nil {
+			return nil, nil, fmt.Errorf("page %d of %d: %w", i+1, len(pages), err)
+		}
+		r := rsp.(*nriv1beta1.SynchronizeResponse)
+		if more && (!r.GetMore() || len(r.GetUpdate()) > 0 || len(r.GetEvict()) > 0) {
+			return nil, nil, status.Errorf(codes.FailedPrecondition,
+				"plugin does not handle split synchronization: its reply to page %d of %d must echo more=true and carry no updates",
+				i+1, len(pages))
+		}
+		last = r
+	}
+	s.opts.metrics.Synchronized(p.full, len(pods)+len(ctrs), total, time.Since(start))
+	return last.GetUpdate(), last.GetEvict(), nil
+}
+
+// beginResync closes the gates of every ready plugin, under the
+// registration cut, so that events wait until each is resynchronized.
+func (s *Server) beginResync() []*plugin {
+	var out []*plugin
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		if p := sl.current; p != nil && p.state() == nriv1beta1.PluginState_PLUGIN_STATE_READY {
+			p.setState(nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING)
+			p.ready.Store(newGate())
+			out = append(out, p)
+		}
+		sl.mu.Unlock()
+	}
+	return out
+}
+
+// resync brings an already registered plugin up to a new runtime state: a
+// repeated Synchronize with a higher epoch when it declared resync support,
+// else synthesized Stop/Remove events for what vanished.
+func (s *Server) resync(p *plugin, epoch uint64, gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) {
+	ctx := context.Background()
+	var err error
+	if p.caps.GetResync() {
+		pods, ctrs := s.state.snapshot()
+		var (
+			updates   []*nriv1beta1.ContainerUpdate
+			evictions []*nriv1beta1.ContainerEviction
+		)
+		updates, evictions, err = s.synchronize(ctx, p, pods, ctrs, epoch, nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED)
+		if err == nil {
+			p.epoch.Store(epoch)
+			s.applyAsync(p, updates, evictions)
+		}
+	} else {
+		err = s.synthesizeTeardown(ctx, p, gonePods, goneCtrs)
+	}
+	g := p.ready.Load()
+	if err != nil {
+		g.ok = false
+		close(g.ch)
+		p.close(fmt.Errorf("resynchronization failed: %w", err))
+		return
+	}
+	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_READY)
+	g.ok = true
+	close(g.ch)
+}
+
+// synthesizeTeardown tells a plugin without resync support about the
+// containers and pods that vanished, with the teardown events it
+// subscribed to. Their errors are ignored, as for any teardown event.
+func (s *Server) synthesizeTeardown(ctx context.Context, p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
+	podOf := map[string]*nriv1beta1.PodSandbox{}
+	for _, pod := range pods {
+		podOf[pod.GetId()] = pod
+	}
+	send := func(ev *eventInfo, req proto.Message, rsp func() proto.Message) error {
+		if p.mask&ev.mask() == 0 {
+			return nil
+		}
+		_, err := p.call(ctx, ev.method, p.timeouts.forEvent(ev.event), req, nil, rsp)
+		if o, avail := classify(err); err != nil && avail {
+			return fmt.Errorf("%s: %s: %w", ev.name, o, err)
+		}
+		return nil
+	}
+	for _, c := range ctrs {
+		pod := podOf[c.GetPodSandboxId()]
+		if pod == nil {
+			pod = s.state.pod(c.GetPodSandboxId())
+		}
+		if pod == nil {
+			pod = &nriv1beta1.PodSandbox{Id: c.GetPodSandboxId()}
+		}
+		if err := errors.Join(
+			send(evStopContainer, &nriv1beta1.StopContainerRequest{Pod: pod, Container: c}, newRsp[nriv1beta1.StopContainerResponse]()),
+			send(evRemoveContainer, &nriv1beta1.RemoveContainerRequest{Pod: pod, Container: c}, newRsp[nriv1beta1.RemoveContainerResponse]()),
+		); err != nil {
+			return err
+		}
+	}
+	for _, pod := range pods {
+		if err := errors.Join(
+			send(evStopPodSandbox, &nriv1beta1.StopPodSandboxRequest{Pod: pod}, newRsp[nriv1beta1.StopPodSandboxResponse]()),
+			send(evRemovePodSandbox, &nriv1beta1.RemovePodSandboxRequest{Pod: pod}, newRsp[nriv1beta1.RemovePodSandboxResponse]()),
+		); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyAsync relays updates and evictions a plugin asked for outside of an
+// event (at synchronization) to the runtime, without blocking the caller.
+func (s *Server) applyAsync(p *plugin, updates []*nriv1beta1.ContainerUpdate, evictions []*nriv1beta1.ContainerEviction) {
+	if len(updates) == 0 && len(evictions) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.requestTimeout)
+		defer cancel()
+		if _, _, err := s.UpdateContainers(ctx, p.full, updates, evictions); err != nil {
+			s.log.Warn("applying synchronization updates", "plugin", p.full, "error", err)
+		}
+	}()
+}
+
+// UpdateContainers applies updates and evictions a plugin asked for outside
+// of an event. The updates of each pod are applied under that pod's lock,
+// so they keep their place in the pod's event order.
+func (s *Server) UpdateContainers(ctx context.Context, plugin string, updates []*nriv1beta1.ContainerUpdate,
+	evictions []*nriv1beta1.ContainerEviction) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
+	rt, _ := s.runtime()
+	if rt == nil {
+		return nil, nil, errNoRuntime
+	}
+	byPod := map[string]*struct {
+		u []*nriv1beta1.ContainerUpdate
+		e []*nriv1beta1.ContainerEviction
+	}{}
+	var order []string
+	group := func(id string) *struct {
+		u []*nriv1beta1.ContainerUpdate
+		e []*nriv1beta1.ContainerEviction
+	} {
+		pod := ""
+		if c := s.state.container(id); c != nil {
+			pod = c.GetPodSandboxId()
+		}
+		g := byPod[pod]
+		if g == nil {
+			g = &struct {
+				u []*nriv1beta1.ContainerUpdate
+				e []*nriv1beta1.ContainerEviction
+			}{}
+			byPod[pod] = g
+			order = append(order, pod)
+		}
+		return g
+	}
+	for i, u := range updates {
+		if u.GetContainerId() == "" {
+			return nil, nil, invalid(fmt.Sprintf("update[%d].container_id", i), "must not be empty")
+		}
+		g := group(u.GetContainerId())
+		g.u = append(g.u, u)
+	}
+	for i, e := range evictions {
+		if e.GetContainerId() == "" {
+			return nil, nil, invalid(fmt.Sprintf("evict[%d].container_id", i), "must not be empty")
+		}
+		g := group(e.GetContainerId())
+		g.e = append(g.e, e)
+	}
+	var (
+		failed   []*nriv1beta1.ContainerUpdate
+		failedEv []*nriv1beta1.ContainerEviction
+	)
+	for _, pod := range order {
+		g := byPod[pod]
+		unlock := s.pods.lock(pod)
+		f, fe, err := rt.UpdateContainers(ctx, plugin, g.u, g.e)
+		if err == nil {
+			s.state.applyUpdates(succeeded(g.u, f))
+		}
+		unlock()
+		if err != nil {
+			return nil, nil, status.Errorf(codeOf(err, codes.Internal), "runtime failed to apply updates: %v", err)
+		}
+		failed = append(failed, f...)
+		failedEv = append(failedEv, fe...)
+	}
+	return failed, failedEv, nil
+}
+
+// succeeded returns the updates not listed as failed.
+func succeeded(all, failed []*nriv1beta1.ContainerUpdate) []*nriv1beta1.ContainerUpdate {
+	if len(failed) == 0 {
+		return all
+	}
+	bad := map[string]bool{}
+	for _, f := range failed {
+		bad[f.GetContainerId()] = true
+	}
+	var out []*nriv1beta1.ContainerUpdate
+	for _, u := range all {
+		if !bad[u.GetContainerId()] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
