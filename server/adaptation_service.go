@@ -18,7 +18,9 @@ import (
 
 // AdaptationService returns the gRPC AdaptationService of the server: the
 // runtime-facing entry points for a runtime that is not embedded, and Attach.
-func (s *Server) AdaptationService() nriv1beta1.AdaptationServiceServer { return &adaptationService{s: s} }
+func (s *Server) AdaptationService() nriv1beta1.AdaptationServiceServer {
+	return &adaptationService{s: s}
+}
 
 type adaptationService struct {
 	nriv1beta1.UnimplementedAdaptationServiceServer

@@ -268,4 +268,6 @@ func withInstance(ctx context.Context, id string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, server.MetadataInstanceID, id)
 }
 
-func validateRequired(names ...string) validate.Config { return validate.Config{RequiredPlugins: names} }
+func validateRequired(names ...string) validate.Config {
+	return validate.Config{RequiredPlugins: names}
+}

@@ -154,6 +154,6 @@ type Metrics interface {
 type noMetrics struct{}
 
 func (noMetrics) PluginCall(string, nriv1beta1.Event, nriv1beta1.CallOutcome, time.Duration) {}
-func (noMetrics) Synchronized(string, int, int, time.Duration)                              {}
-func (noMetrics) CutWait(string, time.Duration)                                             {}
-func (noMetrics) Plugins(int)                                                               {}
+func (noMetrics) Synchronized(string, int, int, time.Duration)                               {}
+func (noMetrics) CutWait(string, time.Duration)                                              {}
+func (noMetrics) Plugins(int)                                                                {}

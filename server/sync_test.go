@@ -42,7 +42,9 @@ func TestRegistrationCutNothingLostNothingTwice(t *testing.T) {
 	// The cut is taken: this pod is not in the snapshot. The event must wait
 	// for the plugin and reach it after Synchronize.
 	evDone := make(chan error, 1)
-	go func() { evDone <- h.srv.RunPodSandbox(context.Background(), &nriv1beta1.RunPodSandboxRequest{Pod: fixture.Pod(2)}) }()
+	go func() {
+		evDone <- h.srv.RunPodSandbox(context.Background(), &nriv1beta1.RunPodSandboxRequest{Pod: fixture.Pod(2)})
+	}()
 	select {
 	case err := <-evDone:
 		t.Fatalf("RunPodSandbox finished (%v) while the new plugin was still synchronizing", err)

@@ -128,13 +128,13 @@ type Plugin struct {
 
 	// Handlers, all optional. Handle is called for every call before the
 	// specific handler; a non-nil error is returned to the server.
-	Handle              func(ctx context.Context, method string, req proto.Message) error
-	OnCreateContainer   func(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error)
-	OnUpdateContainer   func(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error)
-	OnStopContainer     func(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.StopContainerResponse, error)
-	OnSynchronize       func(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error)
-	OnValidate          func(ctx context.Context, req *nriv1beta1.ValidateContainerAdjustmentRequest) (*nriv1beta1.ValidateContainerAdjustmentResponse, error)
-	OnShutdown          func(req *nriv1beta1.ShutdownRequest)
+	Handle            func(ctx context.Context, method string, req proto.Message) error
+	OnCreateContainer func(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error)
+	OnUpdateContainer func(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error)
+	OnStopContainer   func(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.StopContainerResponse, error)
+	OnSynchronize     func(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error)
+	OnValidate        func(ctx context.Context, req *nriv1beta1.ValidateContainerAdjustmentRequest) (*nriv1beta1.ValidateContainerAdjustmentResponse, error)
+	OnShutdown        func(req *nriv1beta1.ShutdownRequest)
 
 	mu         sync.Mutex
 	instanceID string
