@@ -107,6 +107,19 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		d := time.Since(start)
 		pc := recordCall(rec, p, d)
 		if err == nil {
+			if aerr := s.opts.authorizer.AuthorizeResponse(p.identity, p.full, ev.event, rsp); aerr != nil {
+				refused := status.Errorf(codes.PermissionDenied, "response refused by policy: %v", aerr)
+				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED, d, pc, refused)
+				s.log.Warn("audit: plugin response refused", "plugin", p.full, "identity", p.identity, "event", ev.name, "reason", aerr.Error())
+				if p.required() && ev.creating {
+					return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+						[]string{p.full}, "%s: required plugin %s: %s", ev.name, p.full, status.Convert(refused).Message())
+				}
+				if pc != nil {
+					pc.FailedOpen = true
+				}
+				continue
+			}
 			var changes *[]*nriv1beta1.FieldChange
 			if pc != nil {
 				changes = &pc.Changes

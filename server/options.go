@@ -48,7 +48,7 @@ type options struct {
 	dialOptions         []grpc.DialOption
 	validator           validate.Config
 	authorizer          Authorizer
-	policyFor           func(full string) *PluginPolicy
+	policyFor           func(identity, full string) *PluginPolicy
 	metrics             Metrics
 }
 
@@ -119,9 +119,9 @@ func WithValidator(cfg validate.Config) Option { return func(o *options) { o.val
 func WithAuthorizer(a Authorizer) Option { return func(o *options) { o.authorizer = a } }
 
 // WithPluginPolicy lets the operator override the failure policy and
-// timeouts of plugins by full name ("NN-name"); f returns nil for plugins it
-// does not configure.
-func WithPluginPolicy(f func(full string) *PluginPolicy) Option {
+// timeouts of plugins by identity and full name ("NN-name"); f returns nil
+// for plugins it does not configure.
+func WithPluginPolicy(f func(identity, full string) *PluginPolicy) Option {
 	return func(o *options) { o.policyFor = f }
 }
 

@@ -206,7 +206,7 @@ func (s *Server) grant(p *plugin, reg Registration) error {
 	p.sem = make(chan struct{}, caps.MaxConcurrentCalls)
 
 	limit := s.opts.maxTimeout
-	pol := s.pluginPolicy(p.full)
+	pol := s.pluginPolicy(p.identity, p.full)
 	if pol != nil && pol.MaxTimeout > 0 {
 		limit = min(limit, pol.MaxTimeout)
 	}
@@ -245,11 +245,11 @@ func (s *Server) grant(p *plugin, reg Registration) error {
 	return nil
 }
 
-func (s *Server) pluginPolicy(full string) *PluginPolicy {
+func (s *Server) pluginPolicy(identity, full string) *PluginPolicy {
 	if s.opts.policyFor == nil {
 		return nil
 	}
-	return s.opts.policyFor(full)
+	return s.opts.policyFor(identity, full)
 }
 
 // configure calls Configure and records the subscription and policy.
@@ -283,12 +283,16 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) error 
 	if mask == 0 {
 		mask = AllEvents
 	}
+	if err := s.opts.authorizer.AuthorizeSubscription(p.identity, p.full, mask); err != nil {
+		return refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,
+			"events", "ConfigureResponse.events: %v", err)
+	}
 	p.mask = mask
 	policy := &nriv1beta1.FailurePolicy{
 		FailRequest:   cr.GetFailurePolicy().GetFailRequest(),
 		KeepConnected: cr.GetFailurePolicy().GetKeepConnected(),
 	}
-	if pol := s.pluginPolicy(p.full); pol != nil {
+	if pol := s.pluginPolicy(p.identity, p.full); pol != nil {
 		if pol.Required != nil {
 			policy.FailRequest = *pol.Required
 		}

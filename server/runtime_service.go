@@ -55,6 +55,20 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 	if err := checkIdentity(req.GetPluginName(), req.GetPluginIdx()); err != nil {
 		return err
 	}
+	reg := Registration{
+		Name:          req.GetPluginName(),
+		Index:         req.GetPluginIdx(),
+		Identity:      id.Name,
+		Kind:          nriv1beta1.PluginKind_PLUGIN_KIND_REMOTE,
+		Endpoint:      req.GetEndpoint(),
+		Capabilities:  req.GetCapabilities(),
+		Timeouts:      req.GetTimeouts(),
+		NRIVersion:    req.GetNriVersion(),
+		PluginVersion: req.GetPluginVersion(),
+	}
+	if err := s.bindLaunched(&reg, &id); err != nil {
+		return err
+	}
 	if err := s.opts.authorizer.AuthorizeRegistration(ctx, id, req); err != nil {
 		return err
 	}
@@ -66,17 +80,7 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 	if err != nil {
 		return err
 	}
-	p, err := s.register(ctx, Registration{
-		Name:          req.GetPluginName(),
-		Index:         req.GetPluginIdx(),
-		Identity:      id.Name,
-		Kind:          nriv1beta1.PluginKind_PLUGIN_KIND_REMOTE,
-		Endpoint:      req.GetEndpoint(),
-		Capabilities:  req.GetCapabilities(),
-		Timeouts:      req.GetTimeouts(),
-		NRIVersion:    req.GetNriVersion(),
-		PluginVersion: req.GetPluginVersion(),
-	}, c)
+	p, err := s.register(ctx, reg, c)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,7 @@ type Server struct {
 	attached chan struct{} // closed while a runtime is attached
 	epoch    uint64        // state epoch: bumped by every runtime (re)attach
 	closing  bool
+	launched map[string]launchSlot // pre-launched plugins by endpoint path
 
 	instances atomic.Uint64
 	records   recorder

@@ -125,6 +125,12 @@ type Plugin struct {
 	Timeouts     *nriv1beta1.Timeouts
 	// Log records the calls; a new one is made when nil.
 	Log *Log
+	// Endpoint is the socket path to serve on; empty picks one in the
+	// plugin directory given to Start.
+	Endpoint string
+	// ServerOptions are added to the plugin's gRPC server (they may replace
+	// its codec, to misbehave on purpose).
+	ServerOptions []grpc.ServerOption
 
 	// Handlers, all optional. Handle is called for every call before the
 	// specific handler; a non-nil error is returned to the server.
@@ -156,13 +162,16 @@ func (p *Plugin) Start(ctx context.Context, serverSocket, pluginDir string) (*nr
 	if p.Log == nil {
 		p.Log = NewLog()
 	}
-	sock := filepath.Join(pluginDir, fmt.Sprintf("%s-%d.sock", p.Full(), time.Now().UnixNano()%1e6))
+	sock := p.Endpoint
+	if sock == "" {
+		sock = filepath.Join(pluginDir, fmt.Sprintf("%s-%d.sock", p.Full(), time.Now().UnixNano()%1e6))
+	}
 	_ = os.Remove(sock)
 	lis, err := net.Listen("unix", sock)
 	if err != nil {
 		return nil, err
 	}
-	p.srv = grpc.NewServer(codec.ServerOption())
+	p.srv = grpc.NewServer(append([]grpc.ServerOption{codec.ServerOption()}, p.ServerOptions...)...)
 	nriv1beta1.RegisterPluginServiceServer(p.srv, &service{p: p})
 	go func() { _ = p.srv.Serve(lis) }()
 

@@ -371,11 +371,18 @@ func text(m proto.Message) string {
 	return prototext.MarshalOptions{Multiline: true}.Format(m)
 }
 
+// emptyOrNil reports whether m is nil or an empty prunable message.
+func emptyOrNil(m proto.Message) bool {
+	r := m.ProtoReflect()
+	return !r.IsValid() || (prunable[r.Descriptor().FullName()] && proto.Size(m) == 0)
+}
+
 func eqMsg[T proto.Message](what string, a, b T) []string {
-	if proto.Equal(norm(a), norm(b)) {
+	na, nb := norm(a), norm(b)
+	if proto.Equal(na, nb) || (emptyOrNil(na) && emptyOrNil(nb)) {
 		return nil
 	}
-	return []string{fmt.Sprintf("%s differs:\n--- classic\n%s\n--- ours\n%s", what, text(norm(a)), text(norm(b)))}
+	return []string{fmt.Sprintf("%s differs:\n--- classic\n%s\n--- ours\n%s", what, text(na), text(nb))}
 }
 
 func eqList[T proto.Message](what string, a, b []T) []string {

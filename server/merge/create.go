@@ -266,7 +266,8 @@ func (c *Create) adjustLinux(l *nriv1beta1.LinuxContainerAdjustment) error {
 	if l.Resources != nil {
 		m := resMerge{
 			mode:   resAdjust,
-			own:    c.fo(),
+			own:    c.self,
+			table:  &c.upd.own,
 			plugin: c.plugin,
 			id:     c.id,
 			dst:    lc.Resources,
@@ -377,14 +378,18 @@ func (c *Create) adjustArgs(args []string) error {
 		return err
 	}
 	// As in classic NRI, args of just [""] claim the field and leave the
-	// request with no args (the reply has none, so the runtime keeps its).
+	// request and the reply with no args (so the runtime keeps its own).
 	v := slices.Clone(args)
 	if v == nil {
 		v = []string{}
 	}
 	c.mut()
-	c.ra().Args = v
 	c.ctr.Args = v
+	if len(v) > 0 {
+		c.ra().Args = v
+	} else if c.reply != nil {
+		c.reply.Args = nil
+	}
 	if c.rec.on() {
 		c.note(nriv1beta1.Field_FIELD_ARGS, "", joinArgs(v), false)
 	}
