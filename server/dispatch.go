@@ -96,6 +96,23 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		if err := ctx.Err(); err != nil {
 			return errs, status.FromContextError(err).Err()
 		}
+		timeout := p.timeouts.forEvent(ev.event)
+		budgeted := false
+		if left, ok := budgetLeft(ctx); ok {
+			if left <= 0 {
+				// The caller's budget is spent: skip the plugin, or fail
+				// the event if it is required.
+				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, 0, recordCall(rec, p, 0), nil)
+				if p.required() && ev.creating {
+					return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+						[]string{p.full}, "%s: required plugin %s was not reached within the time budget", ev.name, p.full)
+				}
+				continue
+			}
+			if left < timeout {
+				timeout, budgeted = left, true
+			}
+		}
 		if raw == nil && p.c.remote() {
 			var err error
 			if raw, err = codec.Encode(req); err != nil {
@@ -103,7 +120,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			}
 		}
 		start := time.Now()
-		rsp, err := p.call(ctx, ev.method, p.timeouts.forEvent(ev.event), req, raw, newRsp)
+		rsp, err := p.call(ctx, ev.method, timeout, req, raw, newRsp)
 		d := time.Since(start)
 		pc := recordCall(rec, p, d)
 		if err == nil {
@@ -144,9 +161,16 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			return errs, status.FromContextError(ctx.Err()).Err()
 		}
 		outcome, avail := classify(err)
+		if avail && budgeted && outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT {
+			// Cut short by the caller's budget, not by its own timeout:
+			// skipped, not disconnected.
+			outcome = nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED
+		}
 		if avail {
 			s.observe(p, ev, outcome, d, pc, err)
-			s.afterFailure(p, outcome, err)
+			if outcome != nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED {
+				s.afterFailure(p, outcome, err)
+			}
 			if p.required() && ev.creating {
 				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
 					[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, status.Convert(err).Message())
@@ -246,4 +270,24 @@ func recordCall(rec *nriv1beta1.DispatchRecord, p *plugin, d time.Duration) *nri
 	}
 	rec.Calls = append(rec.Calls, pc)
 	return pc
+}
+
+type budgetKey struct{}
+
+// WithBudget bounds the dispatch of the events started with ctx: plugins
+// are called only while the budget lasts and each call is cut to what is
+// left. When it runs out, plugins with the ignore policy are skipped and a
+// required plugin fails the event, so the caller always answers before
+// deadline. The bridge uses it to stay inside a classic runtime's request
+// timeout; the context's own deadline should be later than the budget.
+func WithBudget(ctx context.Context, deadline time.Time) context.Context {
+	return context.WithValue(ctx, budgetKey{}, deadline)
+}
+
+func budgetLeft(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(budgetKey{}).(time.Time)
+	if !ok {
+		return 0, false
+	}
+	return time.Until(d), true
 }

@@ -51,7 +51,8 @@ type Log struct {
 // NewLog returns an empty log.
 func NewLog() *Log { return &Log{changed: make(chan struct{})} }
 
-func (l *Log) add(c Call) {
+// Add records a call (for plugins other than Plugin, e.g. classic ones).
+func (l *Log) Add(c Call) {
 	l.mu.Lock()
 	l.calls = append(l.calls, c)
 	close(l.changed)
@@ -292,7 +293,7 @@ func (s *service) enter(ctx context.Context, method string, req proto.Message) e
 	if cur := s.p.InstanceID(); id != cur {
 		return status.Errorf(codes.Unavailable, "call for instance %q, this is %q", id, cur)
 	}
-	s.p.Log.add(Call{Plugin: s.p.Full(), Method: method, InstanceID: id, Req: req})
+	s.p.Log.Add(Call{Plugin: s.p.Full(), Method: method, InstanceID: id, Req: req})
 	if s.p.Handle != nil {
 		return s.p.Handle(ctx, method, req)
 	}

@@ -1,0 +1,276 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	v1alpha1 "github.com/containerd/nri/pkg/api"
+	"github.com/containerd/nri/pkg/net/multiplex"
+	"github.com/containerd/ttrpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/peercred"
+	"github.com/nri-grpc/nri-grpc/internal/supervisor"
+	"github.com/nri-grpc/nri-grpc/server"
+)
+
+// classicMaxMessage is what the server may send a classic plugin in one
+// message: ttrpc's 4 MiB limit less room for the ttrpc envelope.
+const classicMaxMessage = 4<<20 - 64<<10
+
+// PluginSide runs classic v1alpha1 plugins under the server: each classic
+// plugin connection becomes one in-process plugin of the server, with its
+// own name and index, interleaved with gRPC plugins by index.
+type PluginSide struct {
+	srv     *server.Server
+	log     *slog.Logger
+	regWait time.Duration
+
+	mu    sync.Mutex
+	conns map[*classicConn]struct{}
+}
+
+// PluginOption configures a PluginSide.
+type PluginOption func(*PluginSide)
+
+// WithPluginLogger sets the logger.
+func WithPluginLogger(l *slog.Logger) PluginOption { return func(p *PluginSide) { p.log = l } }
+
+// WithRegistrationTimeout bounds how long a connected classic plugin may
+// take to call RegisterPlugin (default 5 s).
+func WithRegistrationTimeout(d time.Duration) PluginOption {
+	return func(p *PluginSide) { p.regWait = d }
+}
+
+// NewPluginSide creates the plugin side of the bridge for srv.
+func NewPluginSide(srv *server.Server, opts ...PluginOption) *PluginSide {
+	p := &PluginSide{srv: srv, log: slog.Default(), regWait: 5 * time.Second, conns: map[*classicConn]struct{}{}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Serve accepts classic plugins on lis (a unix socket, where unmodified
+// classic plugins dial /var/run/nri/nri.sock) until ctx is done.
+func (ps *PluginSide) Serve(ctx context.Context, lis net.Listener) error {
+	go func() {
+		<-ctx.Done()
+		_ = lis.Close()
+	}()
+	for {
+		c, err := lis.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		identity := "unknown"
+		if info, err := peercred.Of(c); err == nil {
+			identity = info.String()
+		}
+		go ps.handle(ctx, c, identity, nil)
+	}
+}
+
+// launchSlot is the identity of a classic plugin the bridge launched: its
+// name and index come from its file name, not from its registration.
+type launchSlot struct {
+	name, idx string
+	config    []byte
+}
+
+// Launch starts the classic plugins of dir the classic way (a socketpair on
+// fd 3, and only NRI_PLUGIN_NAME, NRI_PLUGIN_IDX and NRI_PLUGIN_SOCKET=3 in
+// the environment) under sup, which restarts them with backoff when they
+// exit. Files that are not valid plugins are reported and skipped.
+func (ps *PluginSide) Launch(ctx context.Context, sup *supervisor.Supervisor, dir, confDir string) error {
+	plugins, errs := supervisor.Discover(dir, confDir)
+	for _, p := range plugins {
+		slot := &launchSlot{name: p.Name, idx: p.Index, config: p.Config}
+		var local *os.File
+		_, err := sup.Start(ctx, supervisor.Spec{
+			Name:  p.Name,
+			Index: p.Index,
+			Path:  p.Path,
+			Env:   []string{"NRI_PLUGIN_NAME=" + p.Name, "NRI_PLUGIN_IDX=" + p.Index, "NRI_PLUGIN_SOCKET=3"},
+			Prepare: func() ([]*os.File, func(), error) {
+				fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+				if err != nil {
+					return nil, nil, fmt.Errorf("socketpair: %w", err)
+				}
+				local = os.NewFile(uintptr(fds[0]), "nri-bridge-"+p.FullName())
+				peer := os.NewFile(uintptr(fds[1]), "nri-plugin-"+p.FullName())
+				return []*os.File{peer}, nil, nil
+			},
+			OnStart: func(pctx context.Context, _ supervisor.Started) {
+				f := local
+				local = nil
+				c, err := net.FileConn(f)
+				_ = f.Close()
+				if err != nil {
+					ps.log.Error("classic plugin connection", "plugin", p.FullName(), "error", err)
+					return
+				}
+				go ps.handle(pctx, c, "launch:"+p.FullName(), slot)
+			},
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("launching classic plugin %s: %w", p.FullName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// classicConn is one connected classic plugin.
+type classicConn struct {
+	nriv1beta1.UnimplementedPluginServiceServer
+	ps       *PluginSide
+	mux      multiplex.Mux
+	client   *ttrpc.Client
+	plugin   v1alpha1.PluginService
+	identity string
+	slot     *launchSlot
+	full     string
+
+	regC   chan *v1alpha1.RegisterPluginRequest
+	handle *server.Handle
+
+	mu          sync.Mutex
+	stateChange bool // the plugin only implements StateChange for the 9 notification events
+}
+
+// handle runs one classic plugin connection: the multiplexed trunk carries
+// the plugin's Plugin service (conn 1, we are the ttrpc client) and our
+// Runtime service (conn 2, we serve it).
+func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, slot *launchSlot) {
+	mux := multiplex.Multiplex(c, multiplex.WithBlockedRead())
+	defer mux.Close()
+	pconn, err := mux.Open(multiplex.PluginServiceConn)
+	if err != nil {
+		ps.log.Error("classic plugin: opening the plugin connection", "error", err)
+		return
+	}
+	closed := make(chan struct{})
+	var once sync.Once
+	client := ttrpc.NewClient(pconn, ttrpc.WithOnClose(func() { once.Do(func() { close(closed) }) }))
+	defer client.Close()
+	lis, err := mux.Listen(multiplex.RuntimeServiceConn)
+	if err != nil {
+		ps.log.Error("classic plugin: listening for the runtime connection", "error", err)
+		return
+	}
+	tsrv, err := ttrpc.NewServer()
+	if err != nil {
+		ps.log.Error("classic plugin: ttrpc server", "error", err)
+		return
+	}
+	defer tsrv.Close()
+	cc := &classicConn{ps: ps, mux: mux, client: client, plugin: v1alpha1.NewPluginClient(client), identity: identity, slot: slot,
+		regC: make(chan *v1alpha1.RegisterPluginRequest, 1)}
+	v1alpha1.RegisterRuntimeService(tsrv, cc)
+	go func() { _ = tsrv.Serve(ctx, lis) }()
+	mux.(interface{ Unblock() }).Unblock()
+
+	var reg *v1alpha1.RegisterPluginRequest
+	select {
+	case reg = <-cc.regC:
+	case <-closed:
+		return
+	case <-ctx.Done():
+		return
+	case <-time.After(ps.regWait):
+		ps.log.Warn("classic plugin did not register in time", "identity", identity, "timeout", ps.regWait)
+		return
+	}
+	name, idx, config := reg.GetPluginName(), reg.GetPluginIdx(), ""
+	kind := nriv1beta1.PluginKind_PLUGIN_KIND_CLASSIC
+	if slot != nil {
+		// Pre-launched: the file name decides, as in classic NRI.
+		name, idx, config = slot.name, slot.idx, string(slot.config)
+	}
+	cc.full = idx + "-" + name
+	h, err := ps.srv.RegisterInProcess(ctx, server.Registration{
+		Name:         name,
+		Index:        idx,
+		Identity:     identity,
+		Kind:         kind,
+		Endpoint:     "classic",
+		Config:       config,
+		Capabilities: &nriv1beta1.Capabilities{MaxMessageSize: classicMaxMessage},
+		NRIVersion:   reg.GetNRIVersion(),
+	}, cc)
+	if err != nil {
+		ps.log.Warn("classic plugin registration failed", "plugin", cc.full, "identity", identity, "error", err)
+		return
+	}
+	cc.handle = h
+	ps.mu.Lock()
+	ps.conns[cc] = struct{}{}
+	ps.mu.Unlock()
+	defer func() {
+		ps.mu.Lock()
+		delete(ps.conns, cc)
+		ps.mu.Unlock()
+	}()
+	select {
+	case <-closed:
+		h.Close()
+	case <-h.Done():
+	case <-ctx.Done():
+		h.Close()
+	}
+}
+
+// RegisterPlugin implements the classic Runtime service: it answers at once
+// and the registration proceeds (Configure, Synchronize) through the server.
+func (cc *classicConn) RegisterPlugin(_ context.Context, req *v1alpha1.RegisterPluginRequest) (*v1alpha1.Empty, error) {
+	if cc.slot == nil {
+		if err := v1alpha1.CheckPluginName(req.GetPluginName()); err != nil {
+			return nil, fmt.Errorf("invalid plugin name: %w", err)
+		}
+		if err := v1alpha1.CheckPluginIndex(req.GetPluginIdx()); err != nil {
+			return nil, fmt.Errorf("invalid plugin index: %w", err)
+		}
+	}
+	select {
+	case cc.regC <- req:
+	default:
+		return nil, status.Error(codes.AlreadyExists, "plugin already registered on this connection")
+	}
+	return &v1alpha1.Empty{}, nil
+}
+
+// UpdateContainers implements the classic Runtime service.
+func (cc *classicConn) UpdateContainers(ctx context.Context, req *v1alpha1.UpdateContainersRequest) (*v1alpha1.UpdateContainersResponse, error) {
+	if cc.handle == nil {
+		return nil, status.Error(codes.FailedPrecondition, "the plugin is not registered yet")
+	}
+	breq, err := convert(req, &nriv1beta1.UpdateContainersRequest{})
+	if err != nil {
+		return nil, err
+	}
+	failed, _, err := cc.handle.UpdateContainers(ctx, breq.GetUpdate(), breq.GetEvict())
+	if err != nil {
+		return nil, err
+	}
+	out := &v1alpha1.UpdateContainersResponse{}
+	if out.Failed, err = alphaUpdates(failed); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,529 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	v1alpha1 "github.com/containerd/nri/pkg/api"
+	"github.com/containerd/nri/pkg/stub"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/server"
+)
+
+// Defaults of the runtime side.
+const (
+	// DefaultRuntimeSocket is the classic runtime's NRI socket.
+	DefaultRuntimeSocket = "/var/run/nri/nri.sock"
+	// DefaultPluginName and DefaultPluginIndex are the identity the bridge
+	// registers with at the classic runtime.
+	DefaultPluginName  = "nri-grpc"
+	DefaultPluginIndex = "00"
+	// DefaultMargin is kept free of the runtime's request timeout, so the
+	// bridge always answers before the runtime gives up on it.
+	DefaultMargin = 250 * time.Millisecond
+	// DefaultRequestTimeout is assumed when the runtime announces none.
+	DefaultRequestTimeout = 2 * time.Second
+)
+
+// RuntimeSide attaches the server to a classic runtime as one v1alpha1
+// plugin (DESIGN §5a).
+type RuntimeSide struct {
+	srv        *server.Server
+	log        *slog.Logger
+	socket     string
+	name, idx  string
+	margin     time.Duration
+	minBackoff time.Duration
+	maxBackoff time.Duration
+
+	mu      sync.Mutex
+	stub    stub.Stub
+	timeout time.Duration
+	info    server.RuntimeInfo
+	relay   chan relayBatch
+	synced  chan struct{}
+}
+
+// RuntimeOption configures a RuntimeSide.
+type RuntimeOption func(*RuntimeSide)
+
+// WithRuntimeSocket sets the classic runtime's NRI socket.
+func WithRuntimeSocket(path string) RuntimeOption { return func(r *RuntimeSide) { r.socket = path } }
+
+// WithPluginIdentity sets the name and index the bridge registers with.
+func WithPluginIdentity(name, idx string) RuntimeOption {
+	return func(r *RuntimeSide) { r.name, r.idx = name, idx }
+}
+
+// WithMargin sets the part of the runtime's request timeout the bridge
+// keeps free (default 250 ms).
+func WithMargin(d time.Duration) RuntimeOption { return func(r *RuntimeSide) { r.margin = d } }
+
+// WithReconnectBackoff sets the bounds of the reconnection backoff (default
+// 100 ms to 5 s).
+func WithReconnectBackoff(min, max time.Duration) RuntimeOption {
+	return func(r *RuntimeSide) { r.minBackoff, r.maxBackoff = min, max }
+}
+
+// WithRuntimeLogger sets the logger.
+func WithRuntimeLogger(l *slog.Logger) RuntimeOption { return func(r *RuntimeSide) { r.log = l } }
+
+// NewRuntimeSide creates the runtime side of the bridge for srv.
+func NewRuntimeSide(srv *server.Server, opts ...RuntimeOption) *RuntimeSide {
+	r := &RuntimeSide{
+		srv:        srv,
+		log:        slog.Default(),
+		socket:     DefaultRuntimeSocket,
+		name:       DefaultPluginName,
+		idx:        DefaultPluginIndex,
+		margin:     DefaultMargin,
+		minBackoff: 100 * time.Millisecond,
+		maxBackoff: 5 * time.Second,
+		timeout:    DefaultRequestTimeout,
+		relay:      make(chan relayBatch, 256),
+		synced:     make(chan struct{}, 1),
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Synchronized receives a value every time the runtime synchronized the
+// bridge (at every (re)attach).
+func (r *RuntimeSide) Synchronized() <-chan struct{} { return r.synced }
+
+// Run attaches to the runtime and keeps attached until ctx is done:
+// whenever the runtime's connection is lost (a runtime restart), it
+// reconnects with backoff, and the runtime's new Synchronize resyncs the
+// server's plugins.
+func (r *RuntimeSide) Run(ctx context.Context) error {
+	go r.relayLoop(ctx)
+	backoff := r.minBackoff
+	for {
+		closed := make(chan struct{})
+		err := r.connect(ctx, closed)
+		if err == nil {
+			backoff = r.minBackoff
+			select {
+			case <-closed:
+				r.log.Warn("classic runtime connection lost; reconnecting", "socket", r.socket)
+			case <-ctx.Done():
+			}
+			r.mu.Lock()
+			st := r.stub
+			r.stub = nil
+			r.mu.Unlock()
+			if st != nil {
+				st.Stop()
+			}
+			r.srv.DetachRuntime(r)
+		} else {
+			r.log.Debug("attaching to classic runtime", "socket", r.socket, "error", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil
+		}
+		backoff = min(2*backoff, r.maxBackoff)
+	}
+}
+
+func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
+	var once sync.Once
+	st, err := stub.New(&classicHandlers{r: r},
+		stub.WithPluginName(r.name),
+		stub.WithPluginIdx(r.idx),
+		stub.WithSocketPath(r.socket),
+		stub.WithOnClose(func() { once.Do(func() { close(closed) }) }),
+		stub.WithLogger(nriLogger{r.log.With("component", "bridge-runtime")}),
+	)
+	if err != nil {
+		return err
+	}
+	if err := st.Start(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.stub = st
+	r.timeout = st.RequestTimeout()
+	if r.timeout <= 0 {
+		r.timeout = DefaultRequestTimeout
+	}
+	r.mu.Unlock()
+	r.log.Info("attached to classic runtime", "socket", r.socket, "plugin", r.idx+"-"+r.name, "request_timeout", r.timeout)
+	return nil
+}
+
+// budget returns the context an event is dispatched with: a budget of the
+// runtime's timeout minus the margin, so skipped plugins and failures are
+// answered before the runtime gives up on the bridge.
+func (r *RuntimeSide) budget(ctx context.Context) context.Context {
+	r.mu.Lock()
+	t := r.timeout
+	r.mu.Unlock()
+	b := t - r.margin
+	if b < t/2 {
+		b = t / 2
+	}
+	return server.WithBudget(ctx, time.Now().Add(b))
+}
+
+// relayBatch is one set of unsolicited updates on its way to the runtime.
+type relayBatch struct {
+	plugin  string
+	updates []*v1alpha1.ContainerUpdate
+}
+
+// UpdateContainers implements server.Runtime. Updates are relayed to the
+// classic runtime asynchronously: relaying synchronously could deadlock on
+// the runtime's global lock, held while it waits for the bridge to answer an
+// event. The classic protocol carries no evictions and loses the failed list
+// on error, so neither is reported back on this path (docs/bridge.md).
+func (r *RuntimeSide) UpdateContainers(_ context.Context, plugin string, updates []*nriv1beta1.ContainerUpdate,
+	evictions []*nriv1beta1.ContainerEviction) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
+	if len(evictions) > 0 {
+		r.log.Warn("classic runtimes cannot evict; evictions dropped", "plugin", plugin, "count", len(evictions))
+	}
+	if len(updates) == 0 {
+		return nil, nil, nil
+	}
+	batch := relayBatch{plugin: plugin}
+	for _, u := range updates {
+		a, err := convert(u, &v1alpha1.ContainerUpdate{})
+		if err != nil {
+			return nil, nil, err
+		}
+		batch.updates = append(batch.updates, a)
+	}
+	select {
+	case r.relay <- batch:
+		return nil, nil, nil
+	default:
+		return updates, nil, status.Error(codes.ResourceExhausted, "bridge: the relay queue to the classic runtime is full")
+	}
+}
+
+func (r *RuntimeSide) relayLoop(ctx context.Context) {
+	for {
+		select {
+		case b := <-r.relay:
+			r.mu.Lock()
+			st := r.stub
+			r.mu.Unlock()
+			if st == nil {
+				r.log.Warn("no classic runtime attached; updates dropped", "plugin", b.plugin, "count", len(b.updates))
+				continue
+			}
+			failed, err := st.UpdateContainers(b.updates)
+			if err != nil || len(failed) > 0 {
+				r.log.Warn("classic runtime did not apply all updates", "plugin", b.plugin, "failed", len(failed), "error", err)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// classicHandlers are the stub handlers: every lifecycle event, relayed.
+type classicHandlers struct{ r *RuntimeSide }
+
+// lifecycleEvents is every event but validation.
+const lifecycleEvents = v1alpha1.EventMask(1<<13 - 1)
+
+func (h *classicHandlers) Configure(_ context.Context, _, runtime, version string) (v1alpha1.EventMask, error) {
+	h.r.mu.Lock()
+	h.r.info = server.RuntimeInfo{Name: runtime, Version: version}
+	h.r.mu.Unlock()
+	return lifecycleEvents, nil
+}
+
+// Synchronize hands the runtime's state to the server and answers at once:
+// plugins are resynchronized in the background and their updates follow
+// through UpdateContainers.
+func (h *classicHandlers) Synchronize(ctx context.Context, pods []*v1alpha1.PodSandbox, ctrs []*v1alpha1.Container) ([]*v1alpha1.ContainerUpdate, error) {
+	bp := make([]*nriv1beta1.PodSandbox, 0, len(pods))
+	for _, p := range pods {
+		b, err := convert(p, &nriv1beta1.PodSandbox{})
+		if err != nil {
+			return nil, err
+		}
+		bp = append(bp, b)
+	}
+	bc := make([]*nriv1beta1.Container, 0, len(ctrs))
+	for _, c := range ctrs {
+		b, err := convert(c, &nriv1beta1.Container{})
+		if err != nil {
+			return nil, err
+		}
+		bc = append(bc, b)
+	}
+	h.r.mu.Lock()
+	info := h.r.info
+	h.r.mu.Unlock()
+	if err := h.r.srv.SetRuntime(ctx, info, h.r, bp, bc); err != nil {
+		return nil, err
+	}
+	select {
+	case h.r.synced <- struct{}{}:
+	default:
+	}
+	return nil, nil
+}
+
+func (h *classicHandlers) Shutdown(context.Context) {
+	h.r.log.Info("classic runtime shut the bridge down")
+}
+
+// podReq converts the pod of a pod event.
+func podReq(pod *v1alpha1.PodSandbox) (*nriv1beta1.PodSandbox, error) {
+	return convert(pod, &nriv1beta1.PodSandbox{})
+}
+
+func ctrReq(pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) (*nriv1beta1.PodSandbox, *nriv1beta1.Container, error) {
+	bp, err := convert(pod, &nriv1beta1.PodSandbox{})
+	if err != nil {
+		return nil, nil, err
+	}
+	bc, err := convert(ctr, &nriv1beta1.Container{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return bp, bc, nil
+}
+
+// notified logs the errors plugins returned for a notification: classic
+// runtimes stop delivering to later plugins on any error, so the bridge
+// never returns one for these events.
+func (h *classicHandlers) notified(event string, errs []*nriv1beta1.PluginError, err error) error {
+	for _, e := range errs {
+		h.r.log.Info("plugin error on notification", "event", event, "plugin", e.GetPlugin().GetIndex()+"-"+e.GetPlugin().GetName(), "error", e.GetMessage())
+	}
+	if err != nil {
+		h.r.log.Warn("notification failed", "event", event, "error", err)
+	}
+	return nil
+}
+
+func (h *classicHandlers) RunPodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
+	bp, err := podReq(pod)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	return h.r.srv.RunPodSandbox(ctx, &nriv1beta1.RunPodSandboxRequest{Pod: bp})
+}
+
+func (h *classicHandlers) UpdatePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox, overhead, res *v1alpha1.LinuxResources) error {
+	bp, err := podReq(pod)
+	if err != nil {
+		return err
+	}
+	req := &nriv1beta1.UpdatePodSandboxRequest{Pod: bp}
+	if overhead != nil {
+		if req.OverheadLinuxResources, err = convert(overhead, &nriv1beta1.LinuxResources{}); err != nil {
+			return err
+		}
+	}
+	if res != nil {
+		if req.LinuxResources, err = convert(res, &nriv1beta1.LinuxResources{}); err != nil {
+			return err
+		}
+	}
+	ctx = h.r.budget(ctx)
+	return h.r.srv.UpdatePodSandbox(ctx, req)
+}
+
+func (h *classicHandlers) PostUpdatePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
+	bp, err := podReq(pod)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	errs, err := h.r.srv.PostUpdatePodSandbox(ctx, &nriv1beta1.PostUpdatePodSandboxRequest{Pod: bp})
+	return h.notified("PostUpdatePodSandbox", errs, err)
+}
+
+func (h *classicHandlers) StopPodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
+	bp, err := podReq(pod)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	errs, err := h.r.srv.StopPodSandbox(ctx, &nriv1beta1.StopPodSandboxRequest{Pod: bp})
+	return h.notified("StopPodSandbox", errs, err)
+}
+
+func (h *classicHandlers) RemovePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
+	bp, err := podReq(pod)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	errs, err := h.r.srv.RemovePodSandbox(ctx, &nriv1beta1.RemovePodSandboxRequest{Pod: bp})
+	return h.notified("RemovePodSandbox", errs, err)
+}
+
+// CreateContainer answers as one plugin: the server's merged adjustment and
+// one update per other container.
+func (h *classicHandlers) CreateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) (*v1alpha1.ContainerAdjustment, []*v1alpha1.ContainerUpdate, error) {
+	bp, bc, err := ctrReq(pod, ctr)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx = h.r.budget(ctx)
+	rsp, err := h.r.srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: bp, Container: bc})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rsp.GetEvict()) > 0 {
+		h.r.log.Warn("classic runtimes cannot evict; evictions dropped", "event", "CreateContainer", "count", len(rsp.GetEvict()))
+	}
+	var adjust *v1alpha1.ContainerAdjustment
+	if rsp.GetAdjust() != nil {
+		if adjust, err = convert(rsp.GetAdjust(), &v1alpha1.ContainerAdjustment{}); err != nil {
+			return nil, nil, err
+		}
+	}
+	updates, err := alphaUpdates(rsp.GetUpdate())
+	return adjust, updates, err
+}
+
+func alphaUpdates(in []*nriv1beta1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate, error) {
+	var out []*v1alpha1.ContainerUpdate
+	for _, u := range in {
+		a, err := convert(u, &v1alpha1.ContainerUpdate{})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (h *classicHandlers) PostCreateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
+	bp, bc, err := ctrReq(pod, ctr)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	errs, err := h.r.srv.PostCreateContainer(ctx, &nriv1beta1.PostCreateContainerRequest{Pod: bp, Container: bc})
+	return h.notified("PostCreateContainer", errs, err)
+}
+
+func (h *classicHandlers) StartContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
+	bp, bc, err := ctrReq(pod, ctr)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	return h.r.srv.StartContainer(ctx, &nriv1beta1.StartContainerRequest{Pod: bp, Container: bc})
+}
+
+func (h *classicHandlers) PostStartContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
+	bp, bc, err := ctrReq(pod, ctr)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	errs, err := h.r.srv.PostStartContainer(ctx, &nriv1beta1.PostStartContainerRequest{Pod: bp, Container: bc})
+	return h.notified("PostStartContainer", errs, err)
+}
+
+// UpdateContainer answers with the other containers' updates and, last, the
+// target's final resources when plugins changed them.
+func (h *classicHandlers) UpdateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container, res *v1alpha1.LinuxResources) ([]*v1alpha1.ContainerUpdate, error) {
+	bp, bc, err := ctrReq(pod, ctr)
+	if err != nil {
+		return nil, err
+	}
+	req := &nriv1beta1.UpdateContainerRequest{Pod: bp, Container: bc, LinuxResources: &nriv1beta1.LinuxResources{}}
+	if res != nil {
+		if req.LinuxResources, err = convert(res, &nriv1beta1.LinuxResources{}); err != nil {
+			return nil, err
+		}
+	}
+	requested := req.LinuxResources.CloneVT()
+	ctx = h.r.budget(ctx)
+	rsp, err := h.r.srv.UpdateContainer(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	updates, err := alphaUpdates(rsp.GetUpdate())
+	if err != nil {
+		return nil, err
+	}
+	if final := rsp.GetLinuxResources(); final != nil && !final.EqualVT(requested) {
+		u, err := convert(&nriv1beta1.ContainerUpdate{ContainerId: ctr.GetId(),
+			Linux: &nriv1beta1.LinuxContainerUpdate{Resources: final}}, &v1alpha1.ContainerUpdate{})
+		if err != nil {
+			return nil, err
+		}
+		updates = append(updates, u)
+	}
+	return updates, nil
+}
+
+func (h *classicHandlers) PostUpdateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
+	bp, bc, err := ctrReq(pod, ctr)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	errs, err := h.r.srv.PostUpdateContainer(ctx, &nriv1beta1.PostUpdateContainerRequest{Pod: bp, Container: bc})
+	return h.notified("PostUpdateContainer", errs, err)
+}
+
+func (h *classicHandlers) StopContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) ([]*v1alpha1.ContainerUpdate, error) {
+	bp, bc, err := ctrReq(pod, ctr)
+	if err != nil {
+		return nil, err
+	}
+	ctx = h.r.budget(ctx)
+	rsp, err := h.r.srv.StopContainer(ctx, &nriv1beta1.StopContainerRequest{Pod: bp, Container: bc})
+	if err != nil {
+		_ = h.notified("StopContainer", nil, err)
+		return nil, nil
+	}
+	_ = h.notified("StopContainer", rsp.GetPluginErrors(), nil)
+	return alphaUpdates(rsp.GetUpdate())
+}
+
+func (h *classicHandlers) RemoveContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
+	bp, bc, err := ctrReq(pod, ctr)
+	if err != nil {
+		return err
+	}
+	ctx = h.r.budget(ctx)
+	errs, err := h.r.srv.RemoveContainer(ctx, &nriv1beta1.RemoveContainerRequest{Pod: bp, Container: bc})
+	return h.notified("RemoveContainer", errs, err)
+}
+
+// nriLogger adapts slog to classic NRI's logger interface.
+type nriLogger struct{ l *slog.Logger }
+
+func (n nriLogger) Debugf(ctx context.Context, format string, args ...any) {
+	n.l.DebugContext(ctx, fmt.Sprintf(format, args...))
+}
+func (n nriLogger) Infof(ctx context.Context, format string, args ...any) {
+	n.l.DebugContext(ctx, fmt.Sprintf(format, args...))
+}
+func (n nriLogger) Warnf(ctx context.Context, format string, args ...any) {
+	n.l.WarnContext(ctx, fmt.Sprintf(format, args...))
+}
+func (n nriLogger) Errorf(ctx context.Context, format string, args ...any) {
+	n.l.ErrorContext(ctx, fmt.Sprintf(format, args...))
+}
+
