@@ -526,4 +526,3 @@ func (n nriLogger) Warnf(ctx context.Context, format string, args ...any) {
 func (n nriLogger) Errorf(ctx context.Context, format string, args ...any) {
 	n.l.ErrorContext(ctx, fmt.Sprintf(format, args...))
 }
-

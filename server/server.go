@@ -53,6 +53,8 @@ type Server struct {
 
 	instances atomic.Uint64
 	records   recorder
+
+	deprecations deprecations
 }
 
 // RuntimeInfo identifies the runtime behind the server.

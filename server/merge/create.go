@@ -91,7 +91,12 @@ func NewCreate(req *nriv1beta1.CreateContainerRequest, opts ...CreateOption) *Cr
 //
 // When changes is not nil, one FieldChange is appended per changed field or
 // entry (of the container being created or of an updated container), with
-// the value rendered as text; values are not redacted here.
+// the value rendered as text; values are not redacted here. Key is the entry
+// of a compound field, the hook point ("prestart", "create_runtime", ...)
+// for hooks, KeyDeviceCgroupRule for device cgroup rules, and empty for
+// simple fields. A removal or RDT remove is recorded with removed set; a
+// remove-then-add in one response as the addition. Updates dropped under
+// ignore_failure record nothing; evictions are not field changes.
 //
 // Errors are a *ConflictError for an ownership conflict, and a
 // *SelfUpdateError for an update of the container being created. After an
@@ -123,7 +128,8 @@ func (c *Create) Apply(plugin string, rsp *nriv1beta1.CreateContainerResponse, c
 // anything, and holds no empty sub-message. Update holds one merged update
 // per container, in the order containers were first updated. Evict holds
 // the evictions plugins asked for, one per container (the first reason
-// wins). The result shares messages with the Create and the request: call
+// wins). A merged update always has linux.resources (the frame of its
+// fields), with memory and cpu only when set. The result shares messages with the Create and the request: call
 // it after the last Apply.
 func (c *Create) Result() *nriv1beta1.AdaptationServiceCreateContainerResponse {
 	return &nriv1beta1.AdaptationServiceCreateContainerResponse{
@@ -140,8 +146,9 @@ func (c *Create) Owners() *nriv1beta1.OwningPlugins {
 }
 
 // Pristine returns the container as it was before any plugin changed it
-// (after normalization), for validation. It is nil if WithoutPristine was
-// given and a plugin changed the container.
+// (after normalization), for validation. The copy is taken when the first
+// change is about to be made (none is made if no plugin changes anything).
+// It is nil if WithoutPristine was given and a plugin changed the container.
 func (c *Create) Pristine() *nriv1beta1.Container {
 	if c.pristine == nil && !c.touched {
 		c.pristine = c.ctr.CloneVT()

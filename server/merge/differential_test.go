@@ -249,6 +249,30 @@ func createCases() []createCase {
 			cp("00-a", adj(removeEnv(rtEnv), env(rtEnv, "staging"))),
 			cp("10-observer", nil),
 		}},
+		createCase{name: "override/mount-add-listed-first", plugins: []plug[createRsp]{
+			cp("00-a", adj(mount("/data", "/srv/a"))),
+			cp("10-b", adj(mount("/data", "/srv/b"), removeMount("/data"))),
+			cp("20-observer", nil),
+		}},
+		createCase{name: "override/env-add-listed-first", plugins: []plug[createRsp]{
+			cp("00-a", adj(env("FOO", "a"))),
+			cp("10-b", adj(env("FOO", "b"), removeEnv("FOO"))),
+			cp("20-observer", nil),
+		}},
+		createCase{name: "override/mount-other-plugin-without-removal", plugins: []plug[createRsp]{
+			cp("00-a", adj(mount("/data", "/srv/a"))),
+			cp("10-b", adj(mount("/data", "/srv/b"))),
+		}, wantErr: conflictMsg("10-b", "00-a", "Mounts", "/data")},
+		createCase{name: "pure-removal/namespace-absent", plugins: []plug[createRsp]{
+			cp("00-a", adj(namespace("-time", ""))),
+			cp("10-observer", nil),
+		}},
+		createCase{name: "pure-removal/two-mounts-one-env", plugins: []plug[createRsp]{
+			cp("00-a", adj(mount("/data", "/srv/a"), env("FOO", "1"))),
+			cp("10-b", adj(removeMount("/data"), removeEnv("FOO"), mount("/other", "/srv/o"))),
+			cp("20-observer", nil),
+		}, deviation: "the -FOO marker reaches the reply (classic drops it)",
+			fix: func(c *outcome) { c.adjust.Env = append(c.adjust.Env, &nriv1beta1.KeyValue{Key: "-FOO"}) }},
 		createCase{name: "override/device", plugins: []plug[createRsp]{
 			cp("00-a", adj(device("/dev/nri0", 1))),
 			cp("10-b", adj(removeDevice("/dev/nri0"), device("/dev/nri0", 2))),

@@ -19,9 +19,12 @@
 //     own spec can be removed; classic dropped the marker.
 //  2. The result never holds both k and -k (annotations, sysctl, net
 //     devices, env, devices, mounts, namespaces). Removing and re-adding k in
-//     one response leaves k only; a pure removal of k that an earlier plugin
-//     set drops that k, clears its ownership to "-plugin" and leaves -k; an
-//     addition of k drops a -k an earlier plugin left. Markers appear once.
+//     one response leaves k only (for namespaces, where a removal is itself a
+//     claim, classic failed such a response as the plugin claiming twice); a
+//     pure removal of k that an earlier plugin set drops that k, clears its
+//     ownership to "-plugin" and leaves -k; an addition of k drops a -k an
+//     earlier plugin left. Markers appear once. A pure removal also removes
+//     the entry from the request, so later plugins see it gone.
 //  3. Evictions are passed on, in order, one per container (first reason
 //     wins); classic dropped them.
 //  4. Pid limits in container updates are applied; classic ignored them (and

@@ -171,9 +171,11 @@ func (f *fieldOwners) accumulate(field nriv1beta1.Field, plugin string) {
 // ownerTable holds the field owners of every container touched by one
 // event. Events touch few containers, so lookups scan a slice until it grows.
 type ownerTable struct {
-	ids   []string
-	tabs  []*fieldOwners
-	index map[string]*fieldOwners // built once ids grows past linearLimit
+	ids     []string
+	tabs    []*fieldOwners
+	index   map[string]*fieldOwners // built once ids grows past linearLimit
+	idsBuf  [2]string
+	tabsBuf [2]*fieldOwners
 }
 
 const linearLimit = 8
@@ -197,6 +199,9 @@ func (t *ownerTable) of(id string) *fieldOwners {
 		return f
 	}
 	f := &fieldOwners{}
+	if t.ids == nil {
+		t.ids, t.tabs = t.idsBuf[:0], t.tabsBuf[:0]
+	}
 	t.ids = append(t.ids, id)
 	t.tabs = append(t.tabs, f)
 	if t.index != nil {

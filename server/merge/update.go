@@ -142,7 +142,7 @@ func (u *updates) evict(in []*nriv1beta1.ContainerEviction) {
 // Update merges the UpdateContainer responses of plugins, in dispatch
 // order. Updates of the target container change its requested resources,
 // which later plugins see; updates of other containers are merged as for
-// CreateContainer. A Update is not safe for concurrent use; it keeps
+// CreateContainer. An Update is not safe for concurrent use; it keeps
 // references to the messages of the responses it applies.
 type Update struct {
 	req *nriv1beta1.UpdateContainerRequest
