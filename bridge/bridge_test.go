@@ -301,6 +301,7 @@ func TestClassicPluginsRunUnderServer(t *testing.T) {
 	}})
 	n.grpcPlugin(t, "10", "grpc", nil)
 	startStub(t, sock, "20", &classicPlugin{name: "20-late", log: n.log})
+	waitFor(t, "three ready plugins", func() bool { return readyPlugins(n.srv) == 3 })
 	n.log.Reset()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -330,4 +331,14 @@ func TestClassicPluginsRunUnderServer(t *testing.T) {
 			t.Errorf("%s kind %v", p.GetPlugin().GetName(), p.GetKind())
 		}
 	}
+}
+
+func readyPlugins(srv *server.Server) int {
+	n := 0
+	for _, p := range srv.Plugins() {
+		if p.GetState() == nriv1beta1.PluginState_PLUGIN_STATE_READY {
+			n++
+		}
+	}
+	return n
 }
