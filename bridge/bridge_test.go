@@ -342,3 +342,50 @@ func readyPlugins(srv *server.Server) int {
 	}
 	return n
 }
+
+// TestClassicPathLimitations asserts what the classic runtime's re-merge
+// does to v1beta1 behaviour (DESIGN §5a, docs/bridge.md): the bridge's
+// reply carries the env removal marker and the eviction, but the classic
+// runtime drops both; the same reply on the gRPC path keeps them.
+func TestClassicPathLimitations(t *testing.T) {
+	n := startNrid(t)
+	victim := fixture.Container(1, 0)
+	n.grpcPlugin(t, "10", "remover", func(p *testplugin.Plugin) {
+		p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+			return &nriv1beta1.CreateContainerResponse{
+				Adjust: &nriv1beta1.ContainerAdjustment{
+					Env:         []*nriv1beta1.KeyValue{{Key: "-HOSTNAME"}},
+					Annotations: map[string]string{"kept": "1"},
+				},
+				Evict: []*nriv1beta1.ContainerEviction{{ContainerId: victim.Id, Reason: "make room"}},
+			}, nil
+		}
+	})
+	ctx := context.Background()
+	// gRPC path: the marker and the eviction reach the runtime.
+	direct, err := n.srv.CreateContainer(ctx, fixture.CreateContainerRequest(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(direct.GetAdjust().GetEnv()) != 1 || direct.GetAdjust().GetEnv()[0].GetKey() != "-HOSTNAME" || len(direct.GetEvict()) != 1 {
+		t.Fatalf("gRPC path: env %v evict %v", direct.GetAdjust().GetEnv(), direct.GetEvict())
+	}
+	// Classic path: the classic runtime's own merge drops both.
+	sock := filepath.Join(tempDir(t), "nri.sock")
+	rt := startClassicRuntime(t, sock, []*v1alpha1.PodSandbox{alphaPod(1)}, []*v1alpha1.Container{alphaCtr(1, 0)})
+	attachBridge(t, n, sock)
+	rt.settled()
+	rsp, err := rt.a.CreateContainer(ctx, &v1alpha1.CreateContainerRequest{Pod: alphaPod(3), Container: alphaCtr(3, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rsp.GetAdjust().GetAnnotations()["kept"] != "1" {
+		t.Fatalf("classic path lost the annotation: %v", rsp.GetAdjust())
+	}
+	if len(rsp.GetAdjust().GetEnv()) != 0 {
+		t.Fatalf("classic path: env %v — if the classic runtime now keeps env removal markers, update docs/bridge.md", rsp.GetAdjust().GetEnv())
+	}
+	if len(rsp.GetEvict()) != 0 {
+		t.Fatalf("classic path: evictions %v — classic runtimes were documented to drop them", rsp.GetEvict())
+	}
+}
