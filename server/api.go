@@ -131,7 +131,11 @@ func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateCont
 	}
 	var out *nriv1beta1.AdaptationServiceCreateContainerResponse
 	err := s.event(ctx, evCreateContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
-		m := merge.NewCreate(req)
+		var opts []merge.CreateOption
+		if !s.mayValidate(req) {
+			opts = append(opts, merge.WithoutPristine())
+		}
+		m := merge.NewCreate(req, opts...)
 		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
 			changed, err := m.Apply(p.full, rsp.(*nriv1beta1.CreateContainerResponse), changes)
 			if err != nil {
@@ -165,6 +169,24 @@ func mergeError(ev *eventInfo, p *plugin, err error) error {
 		"%s: %v", ev.name, err)
 }
 
+// mayValidate reports whether a creation may need validation: a plugin
+// subscribed to it, a default-validator knob, or a required-plugins pod
+// annotation. Without it no pristine copy of the container is kept.
+func (s *Server) mayValidate(req *nriv1beta1.CreateContainerRequest) bool {
+	if s.validator.Enabled() {
+		return true
+	}
+	for _, sl := range *s.order.Load() {
+		for _, p := range sl.plugins() {
+			if p.mask&evValidate.mask() != 0 {
+				return true
+			}
+		}
+	}
+	_, annotated, err := s.validator.Required(req.Pod, req.Container)
+	return err != nil || len(annotated) > 0
+}
+
 // validate runs the default validator and the validating plugins on the
 // merged result of a container creation. Validators fail closed: a
 // rejection, an error or an unavailable validator fails the creation.
@@ -192,9 +214,15 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 	if len(validators) == 0 && !runDefault {
 		return nil
 	}
+	pristine := m.Pristine()
+	if pristine == nil {
+		// A validator registered after the event started: it gets the
+		// adjusted container, the best available.
+		pristine = req.Container
+	}
 	vreq := &nriv1beta1.ValidateContainerAdjustmentRequest{
 		Pod:       req.Pod,
-		Container: m.Pristine(),
+		Container: pristine,
 		Adjust:    out.Adjust,
 		Update:    out.Update,
 		Owners:    m.Owners(),

@@ -129,8 +129,8 @@ func (c *Create) Apply(plugin string, rsp *nriv1beta1.CreateContainerResponse, c
 // per container, in the order containers were first updated. Evict holds
 // the evictions plugins asked for, one per container (the first reason
 // wins). A merged update always has linux.resources (the frame of its
-// fields), with memory and cpu only when set. The result shares messages with the Create and the request: call
-// it after the last Apply.
+// fields), with memory and cpu only when set. The result shares messages
+// with the Create and the request: call it after the last Apply.
 func (c *Create) Result() *nriv1beta1.AdaptationServiceCreateContainerResponse {
 	return &nriv1beta1.AdaptationServiceCreateContainerResponse{
 		Adjust: c.reply,

@@ -249,3 +249,17 @@ func (t *ownerTable) proto() *nriv1beta1.OwningPlugins {
 	}
 	return out
 }
+
+// Plugins returns the full names of the plugins involved in the conflict:
+// the claimer, then the owner (once if they are the same plugin).
+func (e *ConflictError) Plugins() []string {
+	if e.Plugin == e.Other {
+		return []string{e.Plugin}
+	}
+	return []string{e.Plugin, e.Other}
+}
+
+// Plugins returns the full name of the plugin at fault.
+func (e *SelfUpdateError) Plugins() []string {
+	return []string{e.Plugin}
+}
