@@ -132,6 +132,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 					return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
 						[]string{p.full}, "%s: required plugin %s: %s", ev.name, p.full, status.Convert(refused).Message())
 				}
+				s.opts.metrics.FailedOpen(p.full, ev.event, nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED)
 				if pc != nil {
 					pc.FailedOpen = true
 				}
@@ -175,6 +176,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
 					[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, status.Convert(err).Message())
 			}
+			s.opts.metrics.FailedOpen(p.full, ev.event, outcome)
 			if pc != nil {
 				pc.FailedOpen = true
 			}

@@ -149,6 +149,11 @@ type Metrics interface {
 	CutWait(plugin string, d time.Duration)
 	// Plugins records the number of registered plugins.
 	Plugins(n int)
+	// FailedOpen records a failed call the plugin's ignore policy let the
+	// event go on without.
+	FailedOpen(plugin string, event nriv1beta1.Event, outcome nriv1beta1.CallOutcome)
+	// Deprecation records one occurrence of a deprecated plugin behaviour.
+	Deprecation(plugin, kind string)
 }
 
 type noMetrics struct{}
@@ -157,3 +162,5 @@ func (noMetrics) PluginCall(string, nriv1beta1.Event, nriv1beta1.CallOutcome, ti
 func (noMetrics) Synchronized(string, int, int, time.Duration)                               {}
 func (noMetrics) CutWait(string, time.Duration)                                              {}
 func (noMetrics) Plugins(int)                                                                {}
+func (noMetrics) FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome)                {}
+func (noMetrics) Deprecation(string, string)                                                 {}
