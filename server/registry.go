@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
@@ -159,13 +160,17 @@ func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugi
 		_ = c.close()
 		return nil, err
 	}
-	if err := s.configure(ctx, p, reg.Config); err != nil {
-		p.close(err)
+	if answered, err := s.configure(ctx, p, reg.Config); err != nil {
+		if answered {
+			s.refuseConfigured(p, err)
+		} else {
+			p.close(err)
+		}
 		return nil, err
 	}
 	pods, ctrs, err := s.admit(p)
 	if err != nil {
-		p.close(err)
+		s.refuseConfigured(p, err)
 		return nil, err
 	}
 	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING)
@@ -175,7 +180,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugi
 		err = refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED, "",
 			"synchronizing plugin %s: %v", p.full, err)
 		s.abandon(p)
-		p.close(err)
+		s.refuseConfigured(p, err)
 		return nil, err
 	}
 	s.promote(p)
@@ -183,6 +188,13 @@ func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugi
 	s.log.Info("plugin registered", "plugin", p.full, "instance", p.instanceID, "identity", p.identity,
 		"kind", p.kind.String(), "events", fmt.Sprintf("0x%x", p.mask), "required", p.required())
 	return p, nil
+}
+
+// refuseConfigured ends a registration that failed after the plugin
+// answered Configure: the plugin is reachable, so it is told why with
+// Shutdown (REGISTRATION_FAILED) before its connection closes.
+func (s *Server) refuseConfigured(p *plugin, err error) {
+	p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_REGISTRATION_FAILED, status.Convert(err).Message())
 }
 
 // grant derives the capabilities and timeouts the plugin gets.
@@ -253,7 +265,9 @@ func (s *Server) pluginPolicy(identity, full string) *PluginPolicy {
 }
 
 // configure calls Configure and records the subscription and policy.
-func (s *Server) configure(ctx context.Context, p *plugin, config string) error {
+// answered reports whether the plugin answered Configure (so a refusal can
+// be told to it).
+func (s *Server) configure(ctx context.Context, p *plugin, config string) (answered bool, err error) {
 	_, info := s.runtime()
 	req := &nriv1beta1.ConfigureRequest{
 		Config:              config,
@@ -271,20 +285,20 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) error 
 	rsp, err := p.call(ctx, nriv1beta1.PluginService_Configure_FullMethodName, s.opts.registrationTimeout, req, nil,
 		func() proto.Message { return &nriv1beta1.ConfigureResponse{} })
 	if err != nil {
-		return refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "",
+		return false, refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "",
 			"configuring plugin %s: %v", p.full, err)
 	}
 	cr := rsp.(*nriv1beta1.ConfigureResponse)
 	mask := uint32(cr.GetEvents())
 	if cr.GetEvents() < 0 || mask&^AllEvents != 0 {
-		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,
+		return true, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,
 			"events", "ConfigureResponse.events: 0x%x has bits outside the 14 events (0x%x)", uint32(cr.GetEvents()), AllEvents)
 	}
 	if mask == 0 {
 		mask = AllEvents
 	}
 	if err := s.opts.authorizer.AuthorizeSubscription(p.identity, p.full, mask); err != nil {
-		return refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,
+		return true, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,
 			"events", "ConfigureResponse.events: %v", err)
 	}
 	p.mask = mask
@@ -301,7 +315,7 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) error 
 		}
 	}
 	p.policy = policy
-	return nil
+	return true, nil
 }
 
 // admit is the registration cut: with events paused, it takes the snapshot

@@ -134,7 +134,7 @@ func (s *Server) SetRuntime(ctx context.Context, info RuntimeInfo, rt Runtime, p
 	s.cut.Unlock()
 	s.log.Info("runtime attached", "runtime", info.Name, "version", info.Version, "pods", len(pods), "containers", len(ctrs), "epoch", epoch)
 	for _, p := range resync {
-		go s.resync(p, epoch, gonePods, goneCtrs)
+		go s.resync(p, gonePods, goneCtrs)
 	}
 	return nil
 }

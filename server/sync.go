@@ -117,10 +117,13 @@ func (s *Server) beginResync() []*plugin {
 // resync brings an already registered plugin up to a new runtime state: a
 // repeated Synchronize with a higher epoch when it declared resync support,
 // else synthesized Stop/Remove events for what vanished.
-func (s *Server) resync(p *plugin, epoch uint64, gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) {
+func (s *Server) resync(p *plugin, gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) {
 	ctx := context.Background()
 	var err error
 	if p.caps.GetResync() {
+		// Each plugin counts its own synchronizations: 1 at registration,
+		// then one more per resync.
+		epoch := p.epoch.Load() + 1
 		pods, ctrs := s.state.snapshot()
 		var (
 			updates   []*nriv1beta1.ContainerUpdate

@@ -444,63 +444,34 @@ func (c *Create) adjustHooks(h *nriv1beta1.Hooks) {
 	}
 }
 
-// adjustNamespaces merges namespaces. As in classic NRI a removal ("-type")
-// claims the namespace, like an addition. A removal that the same response
-// also re-adds (the override idiom) is folded into the addition, so the
-// reply never holds both "type" and "-type" (classic fails such a response
-// as the plugin claiming the namespace twice).
+// adjustNamespaces merges namespaces like the other keyed lists: a "-type"
+// entry removes that namespace (clearing its owner, so removing and then
+// re-adding overrides an earlier plugin), an entry adds or replaces it.
+// Classic NRI treated a namespace removal as a claim, so a plugin could not
+// override another plugin's namespace; nri-grpc applies the override idiom
+// uniformly (DESIGN §5.5).
+//
+// A removal always leaves an owner ("-plugin"), even of a namespace nobody
+// set before, so the default validator's namespace check sees it.
 func (c *Create) adjustNamespaces(in []*nriv1beta1.LinuxNamespace) error {
+	if err := mergeList(c, nriv1beta1.Field_FIELD_NAMESPACE, in, &c.rl().Namespaces, namespaceOps); err != nil {
+		return err
+	}
 	for _, n := range in {
-		if n == nil {
-			continue
-		}
-		key, marked := unmark(n.Type)
-		if marked && namespaceAdded(in, key) {
-			continue
-		}
-		if err := c.fo().claimCompound(nriv1beta1.Field_FIELD_NAMESPACE, key, c.plugin); err != nil {
-			return err
-		}
-		l := c.rl()
-		l.Namespaces = append(l.Namespaces, n)
-		lc := c.ctr.Linux
-		if marked {
-			for i := 0; i < len(lc.Namespaces); {
-				if lc.Namespaces[i].GetType() == key {
-					c.mut()
-					lc.Namespaces = slices.Delete(lc.Namespaces, i, i+1)
-					continue
-				}
-				i++
-			}
-		} else {
-			c.mut()
-			replaced := false
-			for i, x := range lc.Namespaces {
-				if x.GetType() == key {
-					lc.Namespaces[i] = n
-					replaced = true
-					break
-				}
-			}
-			if !replaced {
-				lc.Namespaces = append(lc.Namespaces, n)
-			}
-		}
-		if c.rec.on() {
-			c.note(nriv1beta1.Field_FIELD_NAMESPACE, key, n.Path, marked)
+		if key, marked := unmark(n.GetType()); marked && !namespaceAdded(in, key) {
+			c.fo().clearCompound(nriv1beta1.Field_FIELD_NAMESPACE, key, c.plugin)
 		}
 	}
 	return nil
 }
 
-func namespaceAdded(in []*nriv1beta1.LinuxNamespace, key string) bool {
-	for _, n := range in {
-		if n != nil && n.Type == key {
-			return true
-		}
-	}
-	return false
+var namespaceOps = listOps[*nriv1beta1.LinuxNamespace]{
+	key:    (*nriv1beta1.LinuxNamespace).GetType,
+	render: (*nriv1beta1.LinuxNamespace).GetPath,
+	dropReq: func(c *Create, key string) bool {
+		return dropWhere(c, &c.ctr.Linux.Namespaces, func(n *nriv1beta1.LinuxNamespace) bool { return n.GetType() == key })
+	},
+	addReq: func(c *Create, n *nriv1beta1.LinuxNamespace) { c.ctr.Linux.Namespaces = append(c.ctr.Linux.Namespaces, n) },
 }
 
 // adjustRdt merges RDT settings into the reply only. remove=true clears the
@@ -799,6 +770,16 @@ func addedIn[T comparable](s []T, key string, ops listOps[T]) bool {
 	var zero T
 	for _, x := range s {
 		if x != zero && ops.key(x) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// namespaceAdded reports whether in adds (not removes) the namespace key.
+func namespaceAdded(in []*nriv1beta1.LinuxNamespace, key string) bool {
+	for _, n := range in {
+		if n != nil && n.Type == key {
 			return true
 		}
 	}

@@ -266,7 +266,10 @@ func createCases() []createCase {
 		createCase{name: "pure-removal/namespace-absent", plugins: []plug[createRsp]{
 			cp("00-a", adj(namespace("-time", ""))),
 			cp("10-observer", nil),
-		}},
+		}, deviation: "a namespace removal clears (owner -00-a) instead of claiming (classic: 00-a)",
+			fix: func(c *outcome) {
+				setCompoundOwner(c.owners, ctrID, nriv1beta1.Field_FIELD_NAMESPACE, "time", "-00-a")
+			}},
 		createCase{name: "pure-removal/two-mounts-one-env", plugins: []plug[createRsp]{
 			cp("00-a", adj(mount("/data", "/srv/a"), env("FOO", "1"))),
 			cp("10-b", adj(removeMount("/data"), removeEnv("FOO"), mount("/other", "/srv/o"))),
@@ -339,11 +342,35 @@ func createCases() []createCase {
 		createCase{name: "pure-removal/namespace", plugins: []plug[createRsp]{
 			cp("00-a", adj(namespace("-network", ""))),
 			cp("10-observer", nil),
-		}},
+		}, deviation: "a namespace removal clears (owner -00-a) instead of claiming (classic: 00-a)",
+			fix: func(c *outcome) {
+				setCompoundOwner(c.owners, ctrID, nriv1beta1.Field_FIELD_NAMESPACE, "network", "-00-a")
+			}},
 		createCase{name: "pure-removal/namespace-claimed", plugins: []plug[createRsp]{
 			cp("00-a", adj(namespace("network", "/var/run/netns/a"))),
 			cp("10-b", adj(namespace("-network", ""))),
-		}, wantErr: conflictMsg("10-b", "00-a", "Namespace", "network")},
+		}, deviation: "removing another plugin's namespace is allowed, as for every other field (classic: a conflict)",
+			classicErr: conflictMsg("10-b", "00-a", "Namespace", "network"),
+			check: func(t *testing.T, o outcome) {
+				ns := o.adjust.GetLinux().GetNamespaces()
+				if len(ns) != 1 || ns[0].Type != "-network" {
+					t.Errorf("reply namespaces = %v, want only the -network marker", ns)
+				}
+				if got := o.owners.Owners[ctrID].Compound[int32(nriv1beta1.Field_FIELD_NAMESPACE)].Owners["network"]; got != "-10-b" {
+					t.Errorf("namespace owner = %q, want -10-b", got)
+				}
+			}},
+		createCase{name: "override/namespace-of-other-plugin", plugins: []plug[createRsp]{
+			cp("00-a", adj(namespace("network", "/var/run/netns/a"))),
+			cp("10-b", adj(namespace("-network", ""), namespace("network", "/var/run/netns/b"))),
+		}, deviation: "remove-then-add overrides another plugin's namespace (classic: a conflict)",
+			classicErr: conflictMsg("10-b", "00-a", "Namespace", "network"),
+			check: func(t *testing.T, o outcome) {
+				ns := o.adjust.GetLinux().GetNamespaces()
+				if len(ns) != 1 || ns[0].Type != "network" || ns[0].Path != "/var/run/netns/b" {
+					t.Errorf("reply namespaces = %v, want only network:/var/run/netns/b", ns)
+				}
+			}},
 		createCase{name: "pure-removal/env-after-plugin", plugins: []plug[createRsp]{
 			cp("00-a", adj(env("FOO", "a"))),
 			cp("10-b", adj(removeEnv("FOO"))),

@@ -1,0 +1,367 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/server/validate"
+)
+
+// Runtime is how a scenario drives the runtime's lifecycle events into NRI:
+// the 13 entry points, with the signatures of *server.Server's. Each request
+// passed in is owned by NRI afterwards: scenarios build a fresh one per call.
+type Runtime interface {
+	RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest) error
+	UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePodSandboxRequest) error
+	PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostUpdatePodSandboxRequest) ([]*nriv1beta1.PluginError, error)
+	StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSandboxRequest) ([]*nriv1beta1.PluginError, error)
+	RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePodSandboxRequest) ([]*nriv1beta1.PluginError, error)
+	CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.AdaptationServiceCreateContainerResponse, error)
+	PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCreateContainerRequest) ([]*nriv1beta1.PluginError, error)
+	StartContainer(ctx context.Context, req *nriv1beta1.StartContainerRequest) error
+	PostStartContainer(ctx context.Context, req *nriv1beta1.PostStartContainerRequest) ([]*nriv1beta1.PluginError, error)
+	UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.AdaptationServiceUpdateContainerResponse, error)
+	PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUpdateContainerRequest) ([]*nriv1beta1.PluginError, error)
+	StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.AdaptationServiceStopContainerResponse, error)
+	RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest) ([]*nriv1beta1.PluginError, error)
+}
+
+// Env is one path through NRI, built for one scenario by a [Setup]. The
+// setup releases everything with t.Cleanup.
+type Env interface {
+	// Runtime returns the entry points the runtime calls.
+	Runtime() Runtime
+	// SetState sets the runtime's pods and containers (server.SetRuntime on
+	// the gRPC paths) and returns once NRI uses them. The env starts with an
+	// attached runtime and an empty state; every later SetState is a
+	// runtime restart: already registered plugins are resynchronized.
+	SetState(t *testing.T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container)
+	// StartPlugin registers the plugin spec describes and returns once it is
+	// registered (configured and synchronized); it fails t on error.
+	StartPlugin(t *testing.T, spec *PluginSpec) Plugin
+	// TryStartPlugin is StartPlugin returning the registration error. The
+	// plugin is stopped with t.Cleanup either way.
+	TryStartPlugin(t *testing.T, spec *PluginSpec) (Plugin, error)
+	// Log returns the calls every plugin of the env received, in order.
+	Log() *CallLog
+	// Applied returns the updates and evictions the runtime was asked to
+	// apply outside of an event (synchronization, unsolicited updates).
+	Applied() *AppliedLog
+	// Shutdown stops NRI (server.Shutdown): plugins are told why.
+	Shutdown(ctx context.Context) error
+}
+
+// DryRunner is implemented by envs that can evaluate a dry run
+// (AdminService.DryRun).
+type DryRunner interface {
+	DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nriv1beta1.DryRunResponse, error)
+}
+
+// Setup builds an Env for a scenario. It returns an error only when NRI
+// refuses the configuration in o (scenarios of invalid configurations);
+// any other failure fails t.
+type Setup func(t *testing.T, o Options) (Env, error)
+
+// Options configure the NRI of an env. Zero values mean the defaults.
+type Options struct {
+	// RuntimeName and RuntimeVersion identify the runtime (Configure,
+	// attach). Defaults: DefaultRuntimeName, DefaultRuntimeVersion.
+	RuntimeName, RuntimeVersion string
+	// RequestTimeout and RegistrationTimeout are NRI's default call and
+	// registration timeouts; a negative value is an invalid configuration.
+	RequestTimeout, RegistrationTimeout time.Duration
+	// MaxTimeout caps the timeouts plugins may ask for.
+	MaxTimeout time.Duration
+	// Validator configures the default validator and the operator's list of
+	// required plugins.
+	Validator validate.Config
+	// PluginPolicy is the operator's per-plugin policy.
+	PluginPolicy func(full string) *server.PluginPolicy
+	// Metrics receives NRI's measurements of plugin calls and
+	// synchronizations.
+	Metrics Metrics
+	// DisableExternalConnections: plugins cannot register from outside.
+	DisableExternalConnections bool
+	// FailUpdates lists container ids whose updates the runtime reports as
+	// failed (and evictions likewise).
+	FailUpdates []string
+}
+
+// Metrics is the part of NRI's measurements scenarios check (the server's
+// server.Metrics has more; setups ignore the rest).
+type Metrics interface {
+	// PluginCall records one call to a plugin.
+	PluginCall(plugin string, event nriv1beta1.Event, outcome nriv1beta1.CallOutcome, d time.Duration)
+	// Synchronized records one (re)synchronization of a plugin.
+	Synchronized(plugin string, objects, bytes int, d time.Duration)
+}
+
+// Defaults of Options.
+const (
+	DefaultRuntimeName    = "conformance-runtime"
+	DefaultRuntimeVersion = "v1.2.3"
+)
+
+// WithDefaults returns o with the defaults filled in.
+func (o Options) WithDefaults() Options {
+	if o.RuntimeName == "" {
+		o.RuntimeName = DefaultRuntimeName
+	}
+	if o.RuntimeVersion == "" {
+		o.RuntimeVersion = DefaultRuntimeVersion
+	}
+	return o
+}
+
+// PluginSpec describes a plugin to start. Handlers are optional; a plugin
+// without a handler answers with an empty response.
+type PluginSpec struct {
+	// Name and Index identify the plugin.
+	Name, Index string
+	// Events is the subscription; nil means every lifecycle event, plus
+	// validation when OnValidate is set (as a classic stub subscribes to the
+	// handlers it implements).
+	Events []nriv1beta1.Event
+	// RawEvents, when set, is returned verbatim in ConfigureResponse.events.
+	RawEvents *int32
+	// FailurePolicy is asked for in Configure.
+	FailurePolicy *nriv1beta1.FailurePolicy
+	// Capabilities and Timeouts are declared at registration.
+	Capabilities *nriv1beta1.Capabilities
+	Timeouts     *nriv1beta1.Timeouts
+
+	OnCreateContainer func(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error)
+	OnUpdateContainer func(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error)
+	OnStopContainer   func(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.StopContainerResponse, error)
+	OnValidate        func(ctx context.Context, req *nriv1beta1.ValidateContainerAdjustmentRequest) (*nriv1beta1.ValidateContainerAdjustmentResponse, error)
+	OnSynchronize     func(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error)
+	// Handle is called for every call (Configure, Synchronize and Shutdown
+	// included) after it is logged and before the specific handler, with
+	// the short method name ("CreateContainer"); a non-nil error is the
+	// plugin's answer. Use it for errors and delays on any event.
+	Handle func(ctx context.Context, method string, req proto.Message) error
+}
+
+// Full returns "NN-name".
+func (s *PluginSpec) Full() string { return s.Index + "-" + s.Name }
+
+// Mask returns the subscription mask to answer in Configure.
+func (s *PluginSpec) Mask() int32 {
+	if s.RawEvents != nil {
+		return *s.RawEvents
+	}
+	if s.Events == nil {
+		m := server.AllEvents &^ server.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
+		if s.OnValidate != nil {
+			m = server.AllEvents
+		}
+		return int32(m)
+	}
+	return int32(server.EventMask(s.Events...))
+}
+
+// Plugin is a started plugin.
+type Plugin interface {
+	// Full returns "NN-name".
+	Full() string
+	// InstanceID returns the instance id of the plugin's latest Configure.
+	InstanceID() string
+	// Stop ends the plugin: its registration and its endpoint.
+	Stop()
+	// Done is closed when the plugin's registration ended.
+	Done() <-chan struct{}
+	// Shutdowns returns the Shutdown calls the plugin received.
+	Shutdowns() []*nriv1beta1.ShutdownRequest
+	// UpdateContainers asks for unsolicited updates and evictions.
+	UpdateContainers(ctx context.Context, updates []*nriv1beta1.ContainerUpdate,
+		evictions []*nriv1beta1.ContainerEviction) (failed []*nriv1beta1.ContainerUpdate, failedEvictions []*nriv1beta1.ContainerEviction, err error)
+}
+
+// Call is one call a plugin received.
+type Call struct {
+	// Plugin is the plugin's full name, "NN-name".
+	Plugin string
+	// Method is the short method name, "CreateContainer".
+	Method string
+	// InstanceID is the instance id the call was addressed to.
+	InstanceID string
+	// Req is the request.
+	Req proto.Message
+}
+
+// String renders the call as "NN-name:Method".
+func (c Call) String() string { return c.Plugin + ":" + c.Method }
+
+// CallLog records the calls of several plugins in the order they arrive.
+type CallLog struct {
+	mu      sync.Mutex
+	calls   []Call
+	changed chan struct{}
+}
+
+// NewCallLog returns an empty log.
+func NewCallLog() *CallLog { return &CallLog{changed: make(chan struct{})} }
+
+// Add records a call; setups call it when a plugin receives one.
+func (l *CallLog) Add(c Call) {
+	l.mu.Lock()
+	l.calls = append(l.calls, c)
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// Calls returns the recorded calls, optionally only those of the given
+// methods.
+func (l *CallLog) Calls(methods ...string) []Call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Call
+	for _, c := range l.calls {
+		if len(methods) == 0 || slices.Contains(methods, c.Method) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Strings returns the calls as "NN-name:Method", optionally only those of
+// the given methods.
+func (l *CallLog) Strings(methods ...string) []string {
+	var out []string
+	for _, c := range l.Calls(methods...) {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+// Of returns the calls of one plugin (full name), optionally only those of
+// the given methods.
+func (l *CallLog) Of(plugin string, methods ...string) []Call {
+	var out []Call
+	for _, c := range l.Calls(methods...) {
+		if c.Plugin == plugin {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Reset forgets the recorded calls.
+func (l *CallLog) Reset() {
+	l.mu.Lock()
+	l.calls = nil
+	l.mu.Unlock()
+}
+
+// Wait blocks until pred holds for the recorded calls or ctx ends.
+func (l *CallLog) Wait(ctx context.Context, pred func([]Call) bool) error {
+	for {
+		l.mu.Lock()
+		ok := pred(l.calls)
+		ch := l.changed
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for plugin calls: %w (have %v)", ctx.Err(), l.Strings())
+		}
+	}
+}
+
+// WaitFor blocks until the log holds the call "NN-name:Method" n times.
+func (l *CallLog) WaitFor(ctx context.Context, call string, n int) error {
+	return l.Wait(ctx, func(calls []Call) bool {
+		k := 0
+		for _, c := range calls {
+			if c.String() == call {
+				k++
+			}
+		}
+		return k >= n
+	})
+}
+
+// Applied is one request to the runtime to apply updates and evictions.
+type Applied struct {
+	// Plugin is the full name of the plugin that asked.
+	Plugin string
+	Update []*nriv1beta1.ContainerUpdate
+	Evict  []*nriv1beta1.ContainerEviction
+}
+
+// AppliedLog records what the runtime was asked to apply.
+type AppliedLog struct {
+	mu      sync.Mutex
+	all     []Applied
+	changed chan struct{}
+}
+
+// NewAppliedLog returns an empty log.
+func NewAppliedLog() *AppliedLog { return &AppliedLog{changed: make(chan struct{})} }
+
+// Add records one request; setups call it from their runtime.
+func (l *AppliedLog) Add(a Applied) {
+	l.mu.Lock()
+	l.all = append(l.all, a)
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// All returns the recorded requests.
+func (l *AppliedLog) All() []Applied {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.all)
+}
+
+// Wait blocks until pred holds or ctx ends.
+func (l *AppliedLog) Wait(ctx context.Context, pred func([]Applied) bool) error {
+	for {
+		l.mu.Lock()
+		ok := pred(l.all)
+		ch := l.changed
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the runtime to apply updates: %w (have %d requests)", ctx.Err(), len(l.All()))
+		}
+	}
+}
+
+// FailedUpdates returns, for a runtime configured with Options.FailUpdates,
+// the updates and evictions it reports as failed. Setups use it to answer.
+func FailedUpdates(o Options, updates []*nriv1beta1.ContainerUpdate,
+	evictions []*nriv1beta1.ContainerEviction) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction) {
+	var (
+		fu []*nriv1beta1.ContainerUpdate
+		fe []*nriv1beta1.ContainerEviction
+	)
+	for _, u := range updates {
+		if slices.Contains(o.FailUpdates, u.GetContainerId()) {
+			fu = append(fu, u)
+		}
+	}
+	for _, e := range evictions {
+		if slices.Contains(o.FailUpdates, e.GetContainerId()) {
+			fe = append(fe, e)
+		}
+	}
+	return fu, fe
+}
