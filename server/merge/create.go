@@ -471,7 +471,9 @@ var namespaceOps = listOps[*nriv1beta1.LinuxNamespace]{
 	dropReq: func(c *Create, key string) bool {
 		return dropWhere(c, &c.ctr.Linux.Namespaces, func(n *nriv1beta1.LinuxNamespace) bool { return n.GetType() == key })
 	},
-	addReq: func(c *Create, n *nriv1beta1.LinuxNamespace) { c.ctr.Linux.Namespaces = append(c.ctr.Linux.Namespaces, n) },
+	addReq: func(c *Create, n *nriv1beta1.LinuxNamespace) {
+		c.ctr.Linux.Namespaces = append(c.ctr.Linux.Namespaces, n)
+	},
 }
 
 // adjustRdt merges RDT settings into the reply only. remove=true clears the
