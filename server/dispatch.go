@@ -124,7 +124,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		d := time.Since(start)
 		pc := recordCall(rec, p, d)
 		if err == nil {
-			if aerr := s.opts.authorizer.AuthorizeResponse(p.identity, p.full, ev.event, rsp); aerr != nil {
+			if aerr := s.opts.authorizer.AuthorizeResponse(p.identity, p.full, ev.event, req, rsp); aerr != nil {
 				refused := status.Errorf(codes.PermissionDenied, "response refused by policy: %v", aerr)
 				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED, d, pc, refused)
 				s.log.Warn("audit: plugin response refused", "plugin", p.full, "identity", p.identity, "event", ev.name, "reason", aerr.Error())

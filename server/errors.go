@@ -122,9 +122,12 @@ type Authorizer interface {
 	// of mask as plugin full ("NN-name"), or an error naming the events.
 	AuthorizeSubscription(identity, full string, mask uint32) error
 	// AuthorizeResponse returns nil when identity may make the changes of
-	// rsp (a plugin's answer to event), or an error naming the refused
-	// field. A refused response is an availability failure of the plugin.
-	AuthorizeResponse(identity, full string, event nriv1beta1.Event, rsp proto.Message) error
+	// rsp (a plugin's answer to req, an event or, with EVENT_UNSPECIFIED,
+	// an UpdateContainersRequest or a SynchronizeResponse with req nil), or
+	// an error naming the refused field. A refused event response is an
+	// availability failure of the plugin; refused unsolicited updates are
+	// not applied.
+	AuthorizeResponse(identity, full string, event nriv1beta1.Event, req, rsp proto.Message) error
 }
 
 // OwnerAuthorizer lets root and the server's own uid do everything and
@@ -144,6 +147,6 @@ func (o OwnerAuthorizer) AuthorizeRegistration(_ context.Context, id Identity, _
 func (OwnerAuthorizer) AuthorizeSubscription(string, string, uint32) error { return nil }
 
 // AuthorizeResponse implements Authorizer: every change is allowed.
-func (OwnerAuthorizer) AuthorizeResponse(string, string, nriv1beta1.Event, proto.Message) error {
+func (OwnerAuthorizer) AuthorizeResponse(string, string, nriv1beta1.Event, proto.Message, proto.Message) error {
 	return nil
 }

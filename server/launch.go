@@ -107,6 +107,10 @@ func (s *Server) bindLaunched(reg *Registration, id *Identity) error {
 	if !ok {
 		return nil
 	}
+	if !id.Unix || id.UID != uint32(os.Getuid()) {
+		return refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_NOT_PERMITTED, "endpoint",
+			"endpoint: %s is a launch slot; only the server's own uid %d may register it, not %q", reg.Endpoint, os.Getuid(), id.Name)
+	}
 	if reg.Name != slot.name || reg.Index != slot.idx {
 		return refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_NOT_PERMITTED, "endpoint",
 			"endpoint: %s is the launch slot of %s-%s, not of %s-%s", reg.Endpoint, slot.idx, slot.name, reg.Index, reg.Name)

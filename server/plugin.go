@@ -50,6 +50,7 @@ type plugin struct {
 	full       string // "NN-name"
 	instanceID string
 	identity   string
+	caller     string
 	endpoint   string
 	kind       nriv1beta1.PluginKind
 	c          conn

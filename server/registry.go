@@ -80,6 +80,11 @@ type Registration struct {
 	Timeouts     *nriv1beta1.Timeouts
 	// NRIVersion and PluginVersion are informational.
 	NRIVersion, PluginVersion string
+	// Caller is the identity of the connection that registered, when it
+	// differs from Identity (a launched plugin registers over root's
+	// connection but is bound to its launch slot's identity); it may also
+	// call UpdateContainers for the plugin.
+	Caller string
 }
 
 // Handle is a registered plugin, as returned by RegisterInProcess.
@@ -143,6 +148,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugi
 		idx:           reg.Index,
 		full:          reg.Index + "-" + reg.Name,
 		identity:      reg.Identity,
+		caller:        reg.Caller,
 		endpoint:      reg.Endpoint,
 		kind:          reg.Kind,
 		c:             c,

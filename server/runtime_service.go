@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
@@ -66,6 +67,7 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 		NRIVersion:    req.GetNriVersion(),
 		PluginVersion: req.GetPluginVersion(),
 	}
+	reg.Caller = id.Name
 	if err := s.bindLaunched(&reg, &id); err != nil {
 		return err
 	}
@@ -118,14 +120,28 @@ func (r *runtimeService) UpdateContainers(ctx context.Context, req *nriv1beta1.U
 	if p == nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "metadata %s: instance %q is not registered", MetadataInstanceID, ids[0])
 	}
-	if id, ok := IdentityFromContext(ctx); !ok || id.Name != p.identity {
+	if id, ok := IdentityFromContext(ctx); !ok || (id.Name != p.identity && id.Name != p.caller) {
 		return nil, status.Errorf(codes.PermissionDenied, "instance %q belongs to identity %q, not to the caller", ids[0], p.identity)
+	}
+	if err := r.s.authorizeUpdates(p, req); err != nil {
+		return nil, err
 	}
 	failed, failedEv, err := r.s.UpdateContainers(ctx, p.full, req.GetUpdate(), req.GetEvict())
 	if err != nil {
 		return nil, err
 	}
 	return &nriv1beta1.UpdateContainersResponse{Failed: failed, FailedEvictions: failedEv}, nil
+}
+
+// authorizeUpdates checks unsolicited updates against the plugin's grants:
+// a refusal is PERMISSION_DENIED and nothing is applied.
+func (s *Server) authorizeUpdates(p *plugin, m proto.Message) error {
+	if err := s.opts.authorizer.AuthorizeResponse(p.identity, p.full, nriv1beta1.Event_EVENT_UNSPECIFIED, nil, m); err != nil {
+		s.log.Warn("audit: plugin updates refused", "plugin", p.full, "identity", p.identity, "reason", err.Error())
+		p.counters.refused.Add(1)
+		return status.Errorf(codes.PermissionDenied, "updates refused by policy: %v", err)
+	}
+	return nil
 }
 
 // instance finds a registered plugin instance by id.
@@ -146,6 +162,9 @@ func (h *Handle) UpdateContainers(ctx context.Context, updates []*nriv1beta1.Con
 	evictions []*nriv1beta1.ContainerEviction) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
 	if h.p.isClosed() {
 		return nil, nil, status.Error(codes.FailedPrecondition, "the plugin is not registered")
+	}
+	if err := h.p.s.authorizeUpdates(h.p, &nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions}); err != nil {
+		return nil, nil, err
 	}
 	return h.p.s.UpdateContainers(ctx, h.p.full, updates, evictions)
 }

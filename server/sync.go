@@ -199,6 +199,9 @@ func (s *Server) applyAsync(p *plugin, updates []*nriv1beta1.ContainerUpdate, ev
 	if len(updates) == 0 && len(evictions) == 0 {
 		return
 	}
+	if err := s.authorizeUpdates(p, &nriv1beta1.SynchronizeResponse{Update: updates, Evict: evictions}); err != nil {
+		return
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.requestTimeout)
 		defer cancel()

@@ -1,8 +1,20 @@
 // Command nrid is the nri-grpc daemon: the NRI server over gRPC.
 //
-// At this stage nrid serves gRPC health and server reflection (listing and
-// describing every nri.v1beta1 service) on its local unix socket; the NRI
-// services themselves answer UNIMPLEMENTED until the server core lands.
+// nrid serves RuntimeService (plugins register), AdaptationService (a
+// runtime drives it), AdminService (operators), gRPC health and server
+// reflection on its unix socket and, when configured, on TCP with TLS.
+// Callers are authenticated (peer credentials, client certificates, bearer
+// tokens) and authorized by the policy of its configuration file.
+//
+// Usage:
+//
+//	nrid [--config FILE] [--check] [--socket PATH] [--plugin-socket-dir DIR]
+//	     [--tcp-address ADDR] [--log-level LEVEL] [--node-name NAME]
+//	     [--runtime-required] [--version]
+//
+// Every configuration key is documented in deploy/nrid.toml. On SIGTERM or
+// SIGINT nrid stops gracefully: plugins get Shutdown("server stopping"),
+// calls in flight may finish within server.stop_timeout.
 package main
 
 import (
@@ -10,90 +22,78 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/protobuf/reflect/protoreflect"
-
-	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/internal/apidesc"
-	"github.com/nri-grpc/nri-grpc/internal/codec"
-	"github.com/nri-grpc/nri-grpc/internal/sockets"
+	"github.com/nri-grpc/nri-grpc/internal/config"
 	"github.com/nri-grpc/nri-grpc/internal/version"
 )
 
-// DefaultSocket is where nrid listens unless told otherwise.
-const DefaultSocket = "/var/run/nri/nri-grpc.sock"
-
 func main() {
-	if err := run(context.Background(), os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		// After the first signal, the default handling returns: a second
+		// one ends nrid at once instead of waiting for the graceful stop.
+		<-ctx.Done()
+		stop()
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "nrid:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string) error {
+// run is nrid: it parses the flags and the configuration, serves until ctx
+// is done, and stops gracefully. It returns an error, without serving
+// anything, when the configuration is invalid.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nrid", flag.ContinueOnError)
-	socket := fs.String("socket", DefaultSocket, "unix socket to serve on")
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "configuration file (TOML, see deploy/nrid.toml); none: the defaults")
+	check := fs.Bool("check", false, "check the configuration and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	var o config.Overrides
+	str := func(name, usage string, dst **string) {
+		fs.Func(name, usage, func(v string) error { *dst = &v; return nil })
+	}
+	str("socket", "unix socket to serve on (server.socket, default "+config.DefaultSocket+")", &o.Socket)
+	str("plugin-socket-dir", "directory of plugin endpoints (server.plugin_socket_dir)", &o.PluginSocketDir)
+	str("tcp-address", "TCP address to serve on with TLS (tcp.address)", &o.TCPAddress)
+	str("log-level", "debug, info, warn or error (log.level)", &o.LogLevel)
+	str("node-name", "node name sent to plugins (server.node_name)", &o.NodeName)
+	fs.BoolFunc("runtime-required", "NOT_SERVING until a runtime is attached (runtime.required)", func(v string) error {
+		b := v == "true"
+		if v != "true" && v != "false" {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		o.RuntimeRequired = &b
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
 	if *showVersion {
-		fmt.Println("nrid", version.NRI())
+		fmt.Fprintln(stdout, "nrid", version.Server(), "NRI", version.NRI())
 		return nil
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-
-	lis, err := sockets.Listen(*socket, sockets.DefaultListenOptions)
+	cfg, err := config.Load(*cfgPath, o)
 	if err != nil {
 		return err
 	}
-	srv := grpc.NewServer(codec.ServerOption())
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(srv, hs)
-	if err := apidesc.RegisterReflection(srv, withAPI{srv}); err != nil {
+	if *check {
+		fmt.Fprintln(stdout, "configuration OK")
+		return nil
+	}
+	d, err := newDaemon(ctx, cfg, stdout, stderr)
+	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		hs.Shutdown()
-		srv.GracefulStop()
-	}()
-	log.Info("serving", "socket", *socket, "version", version.NRI())
-	if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return err
-	}
-	return nil
-}
-
-// withAPI advertises the nri.v1beta1 services through reflection next to
-// the services the server really registered.
-type withAPI struct{ srv *grpc.Server }
-
-// GetServiceInfo implements reflection.ServiceInfoProvider.
-func (w withAPI) GetServiceInfo() map[string]grpc.ServiceInfo {
-	out := w.srv.GetServiceInfo()
-	for _, fd := range []protoreflect.FileDescriptor{
-		nriv1beta1.File_nri_v1beta1_runtime_service_proto,
-		nriv1beta1.File_nri_v1beta1_adaptation_service_proto,
-		nriv1beta1.File_nri_v1beta1_admin_service_proto,
-		nriv1beta1.File_nri_v1beta1_plugin_service_proto,
-	} {
-		svcs := fd.Services()
-		for i := 0; i < svcs.Len(); i++ {
-			sd := svcs.Get(i)
-			if _, ok := out[string(sd.FullName())]; !ok {
-				out[string(sd.FullName())] = grpc.ServiceInfo{Metadata: fd.Path()}
-			}
-		}
-	}
-	return out
+	return d.serve(ctx)
 }

@@ -2,18 +2,21 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 )
 
 var wantServices = []string{
@@ -24,50 +27,39 @@ var wantServices = []string{
 	"nri.v1beta1.RuntimeService",
 }
 
-// startNrid runs nrid on a fresh socket and returns the socket path once
-// nrid answers health checks.
-func startNrid(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "nri-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+// TestDefaultsWithoutConfigFile runs nrid with nothing but --socket: the
+// defaults serve at once, every service, on an owner-only socket.
+func TestDefaultsWithoutConfigFile(t *testing.T) {
+	dir := tempDir(t)
 	sock := filepath.Join(dir, "nrid.sock")
+	logs := newLogBuffer()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"--socket", sock}) }()
-	t.Cleanup(func() {
+	go func() { done <- run(ctx, []string{"--socket", sock}, io.Discard, logs) }()
+	defer func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("nrid returned %v", err)
 		}
-	})
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
+	}()
+	n := &nrid{sock: sock, logs: logs, stopped: true}
+	logs.wait(t, reMsg("serving"), done)
+	fi, err := os.Stat(sock)
+	must(t, err == nil && fi.Mode().Perm() == 0o600, "socket %v mode %v, want 0600", err, fi.Mode())
+	st, err := healthOf(t, n.conn(t), "")
+	must(t, err == nil && st == healthpb.HealthCheckResponse_SERVING, "health %v %v", st, err)
+	for _, svc := range []string{"nri.v1beta1.RuntimeService", "nri.v1beta1.AdminService", "nri.v1beta1.AdaptationService"} {
+		st, err := healthOf(t, n.conn(t), svc)
+		must(t, err == nil && st == healthpb.HealthCheckResponse_SERVING, "health of %s: %v %v", svc, st, err)
 	}
-	defer conn.Close()
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	rsp, err := healthpb.NewHealthClient(conn).Check(wctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		t.Fatalf("health check: %v", err)
-	}
-	if rsp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("health status %v", rsp.GetStatus())
-	}
-	return sock
+	// The owner (we are root) may use AdminService.
+	_, err = nriv1beta1.NewAdminServiceClient(n.conn(t)).ListPlugins(testCtx(t), &nriv1beta1.ListPluginsRequest{})
+	must(t, err == nil, "ListPlugins: %v", err)
 }
 
 func TestReflectionListsEveryService(t *testing.T) {
-	sock := startNrid(t)
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	stream, err := reflectionv1.NewServerReflectionClient(conn).ServerReflectionInfo(context.Background())
+	n := startNrid(t, "")
+	stream, err := reflectionv1.NewServerReflectionClient(n.conn(t)).ServerReflectionInfo(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +84,76 @@ func TestReflectionListsEveryService(t *testing.T) {
 	}
 }
 
+// TestHealthWaitsForRuntime: with runtime.required, health is NOT_SERVING
+// until a runtime attaches and synchronizes, and again when it leaves.
+func TestHealthWaitsForRuntime(t *testing.T) {
+	n := startNrid(t, "[runtime]\nrequired = true\n")
+	cc := n.conn(t)
+	watch, err := healthpb.NewHealthClient(cc).Watch(testCtx(t), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(want healthpb.HealthCheckResponse_ServingStatus) {
+		t.Helper()
+		for {
+			rsp, err := watch.Recv()
+			if err != nil {
+				t.Fatalf("waiting for %v: %v", want, err)
+			}
+			if rsp.GetStatus() == want {
+				return
+			}
+		}
+	}
+	next(healthpb.HealthCheckResponse_NOT_SERVING)
+
+	// A runtime attaches through AdaptationService.Attach and answers the
+	// snapshot request with an empty state.
+	actx, detach := context.WithCancel(testCtx(t))
+	attach, err := nriv1beta1.NewAdaptationServiceClient(cc).Attach(actx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := attach.Send(&nriv1beta1.AttachRequest{Message: &nriv1beta1.AttachRequest_Hello{
+		Hello: &nriv1beta1.AttachHello{RuntimeName: "test-runtime", RuntimeVersion: "1"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			m, err := attach.Recv()
+			if err != nil {
+				return
+			}
+			if sr := m.GetSnapshotRequest(); sr != nil {
+				_ = attach.Send(&nriv1beta1.AttachRequest{Message: &nriv1beta1.AttachRequest_Snapshot{
+					Snapshot: &nriv1beta1.StateSnapshot{RequestId: sr.GetRequestId()},
+				}})
+			}
+		}
+	}()
+	next(healthpb.HealthCheckResponse_SERVING)
+	detach()
+	next(healthpb.HealthCheckResponse_NOT_SERVING)
+}
+
+// TestGracefulStop: on stop, registered plugins get Shutdown("server
+// stopping") before nrid returns, and the socket is gone.
+func TestGracefulStop(t *testing.T) {
+	n := startNrid(t, "")
+	p := &testplugin.Plugin{Name: "stopper", Index: "50"}
+	if _, err := p.Start(testCtx(t), n.sock, n.plugins); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	n.stop(t)
+	sd := p.Shutdowns()
+	must(t, len(sd) == 1 && sd[0].GetKind() == nriv1beta1.ShutdownKind_SHUTDOWN_KIND_SERVER_STOPPING && sd[0].GetReason() == "server stopping",
+		"shutdowns %v", sd)
+	_, err := os.Lstat(n.sock)
+	must(t, os.IsNotExist(err), "socket after stop: %v", err)
+}
+
 // grpcurl runs the grpcurl binary named by $GRPCURL (make test builds it).
 func grpcurl(t *testing.T, args ...string) string {
 	t.Helper()
@@ -107,7 +169,10 @@ func grpcurl(t *testing.T, args ...string) string {
 }
 
 func TestGrpcurlListAndDescribe(t *testing.T) {
-	sock := startNrid(t)
+	if os.Getenv("GRPCURL") == "" {
+		t.Skip("GRPCURL is not set; `make test` sets it")
+	}
+	sock := startNrid(t, "").sock
 	protoset, err := filepath.Abs("../../gen/go/nri/v1beta1/nri.binpb")
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +196,76 @@ func TestGrpcurlListAndDescribe(t *testing.T) {
 			t.Errorf("describe does not show the proto comments:\n%s", desc)
 		}
 	}
-	health := grpcurl(t, "-unix", "-plaintext", sock, "grpc.health.v1.Health/Check")
-	if !strings.Contains(health, "SERVING") {
-		t.Errorf("health check: %s", health)
+	out := grpcurl(t, "-unix", "-plaintext", sock, "grpc.health.v1.Health/Check")
+	if !strings.Contains(out, "SERVING") {
+		t.Errorf("health check: %s", out)
+	}
+}
+
+// TestMetricsAndTracing: metrics_address serves Prometheus metrics, and
+// tracing = "stdout" writes a span per call to standard output.
+func TestMetricsAndTracing(t *testing.T) {
+	dir := tempDir(t)
+	sock := filepath.Join(dir, "nrid.sock")
+	path := writeConfig(t, dir, "[observability]\ntracing = \"stdout\"\nmetrics_address = \"127.0.0.1:0\"\n")
+	logs := newLogBuffer()
+	var stdout syncWriter
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--config", path, "--socket", sock, "--plugin-socket-dir", filepath.Join(dir, "plugins")}, &stdout, logs)
+	}()
+	m := logs.wait(t, reLog(`msg=serving .*metrics=(\S+)`), done)
+	n := &nrid{sock: sock, logs: logs, stopped: true}
+	if _, err := listPlugins(t, n.conn(t)); err != nil {
+		t.Fatal(err)
+	}
+	rsp, err := http.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(rsp.Body)
+	rsp.Body.Close()
+	must(t, rsp.StatusCode == 200 && strings.Contains(string(body), "nri_plugins_registered"), "metrics: %d\n%s", rsp.StatusCode, body)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	must(t, strings.Contains(stdout.String(), "nri.v1beta1.AdminService/ListPlugins"), "no span of ListPlugins on stdout:\n%s", stdout.String())
+}
+
+// syncWriter is a bytes.Buffer safe for concurrent writes.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestStopIsBounded: a call that never ends (a WatchEvents stream) does not
+// hold nrid beyond server.stop_timeout.
+func TestStopIsBounded(t *testing.T) {
+	n := startNrid(t, "[server]\nstop_timeout = \"100ms\"\n")
+	watch, err := nriv1beta1.NewAdminServiceClient(n.conn(t)).WatchEvents(testCtx(t), &nriv1beta1.WatchEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Header(); err != nil { // the watch is in place
+		t.Fatal(err)
+	}
+	n.stop(t)
+	n.logs.wait(t, reMsg("calls still running at the stop bound"), nil)
+	if _, err := watch.Recv(); err == nil {
+		t.Fatal("the watch survived the stop")
 	}
 }

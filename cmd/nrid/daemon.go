@@ -1,0 +1,472 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/bridge"
+	"github.com/nri-grpc/nri-grpc/internal/apidesc"
+	"github.com/nri-grpc/nri-grpc/internal/auth"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/config"
+	"github.com/nri-grpc/nri-grpc/internal/metrics"
+	"github.com/nri-grpc/nri-grpc/internal/peercred"
+	"github.com/nri-grpc/nri-grpc/internal/policy"
+	"github.com/nri-grpc/nri-grpc/internal/sockets"
+	"github.com/nri-grpc/nri-grpc/internal/supervisor"
+	"github.com/nri-grpc/nri-grpc/internal/telemetry"
+	"github.com/nri-grpc/nri-grpc/internal/version"
+	"github.com/nri-grpc/nri-grpc/server"
+)
+
+// daemon is nrid, built from a checked configuration. Nothing listens
+// until serve.
+type daemon struct {
+	cfg    *config.Config
+	log    *slog.Logger
+	srv    *server.Server
+	policy *policy.Policy
+	tracer *telemetry.Telemetry
+	mx     *metrics.Metrics // nil without metrics_address
+
+	health   *health.Server
+	services []string // served service names, for health
+	unix     *grpc.Server
+	tcp      *grpc.Server // nil without tcp.address
+	tlsConf  *tls.Config
+}
+
+// newDaemon builds everything that can fail before anything listens: the
+// policy, the tokens, the TLS configuration, tracing, metrics, the server
+// core and the gRPC servers.
+func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer) (_ *daemon, err error) {
+	d := &daemon{cfg: cfg, log: newLogger(cfg.Log, logOut)}
+	if d.policy, err = cfg.CompilePolicy(); err != nil {
+		return nil, err
+	}
+	var tokens *auth.Tokens
+	if cfg.TCP.TokensFile != "" {
+		if tokens, err = auth.LoadTokens(cfg.TCP.TokensFile); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.TCP.Address != "" {
+		d.tlsConf, err = auth.ServerTLS(cfg.TCP.CertFile, cfg.TCP.KeyFile, cfg.TCP.ClientCAFile, cfg.TCP.ClientAuth == "require")
+		if err != nil {
+			return nil, fmt.Errorf("tcp: %w", err)
+		}
+	}
+	if d.tracer, err = setupTracing(ctx, cfg.Observability, stdout, d.log); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = d.tracer.Shutdown(context.Background())
+		}
+	}()
+	if cfg.Observability.MetricsAddress != "" {
+		d.mx = newMetrics()
+	}
+
+	node := cfg.Server.NodeName
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	s := cfg.Server
+	opts := []server.Option{
+		server.WithLogger(d.log),
+		server.WithNodeName(node),
+		server.WithRuntime(cfg.Runtime.Name, cfg.Runtime.Version),
+		server.WithRegistrationTimeout(s.RegistrationTimeout.D()),
+		server.WithRequestTimeout(s.RequestTimeout.D()),
+		server.WithMaxTimeout(s.MaxTimeout.D()),
+		server.WithShutdownGrace(s.ShutdownGrace.D()),
+		server.WithMaxMessageSize(s.MaxMessageSize),
+		server.WithMaxConcurrentCalls(uint32(s.MaxConcurrentCalls)),
+		server.WithPluginSocketDir(s.PluginSocketDir),
+		server.WithValidator(cfg.ValidatorConfig(d.policy)),
+		server.WithAuthorizer(d.policy),
+		server.WithPluginPolicy(d.policy.PluginPolicy),
+		server.WithDialOptions(d.tracer.DialOptions()...),
+	}
+	if d.mx != nil {
+		opts = append(opts, server.WithMetrics(d.mx))
+	}
+	if d.srv, err = server.New(opts...); err != nil {
+		return nil, err
+	}
+
+	var adminOpts []server.AdminOption
+	if !cfg.Observability.RedactValues {
+		adminOpts = append(adminOpts, server.WithoutRedaction())
+	}
+	// One instance of each service, shared by both listeners: the
+	// AdaptationService holds the one attached runtime.
+	rs, as, admin := d.srv.RuntimeService(), d.srv.AdaptationService(), d.srv.AdminService(adminOpts...)
+	d.health = health.NewServer()
+
+	chain := auth.ServerOptions(auth.ChainConfig{
+		Authenticator: auth.New(auth.Config{Tokens: tokens, Known: d.policy.Known, Log: d.log}),
+		Access:        d.policy.AuthorizeCall,
+		Log:           d.log,
+		RegisterRate:  s.RegisterRate,
+		RegisterBurst: s.RegisterBurst,
+		Unary:         []grpc.UnaryServerInterceptor{d.srv.SimulationGuard()},
+	})
+	common := []grpc.ServerOption{
+		codec.ServerOption(),
+		grpc.MaxRecvMsgSize(s.MaxMessageSize),
+		grpc.MaxSendMsgSize(s.MaxMessageSize),
+	}
+	// Tracing's stats handler first: it sees every call, refused ones too.
+	common = append(common, d.tracer.ServerOptions()...)
+	common = append(common, chain...)
+
+	newGRPC := func(extra ...grpc.ServerOption) (*grpc.Server, error) {
+		g := grpc.NewServer(append(append([]grpc.ServerOption(nil), common...), extra...)...)
+		nriv1beta1.RegisterRuntimeServiceServer(g, rs)
+		nriv1beta1.RegisterAdaptationServiceServer(g, as)
+		nriv1beta1.RegisterAdminServiceServer(g, admin)
+		healthpb.RegisterHealthServer(g, d.health)
+		if err := apidesc.RegisterReflection(g, withAPI{g}); err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	if d.unix, err = newGRPC(grpc.Creds(peercred.Credentials{})); err != nil {
+		return nil, err
+	}
+	if d.tlsConf != nil {
+		d.tcp, err = newGRPC(grpc.Creds(auth.LogHandshakeFailures(credentials.NewTLS(d.tlsConf), d.log)),
+			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}))
+		if err != nil {
+			return nil, err
+		}
+	}
+	for name := range d.unix.GetServiceInfo() {
+		d.services = append(d.services, name)
+	}
+	return d, nil
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level))
+	o := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// listeners are what serve opened; close undoes it.
+type listeners struct {
+	unix    *net.UnixListener
+	tcp     net.Listener
+	metrics net.Listener
+	classic *net.UnixListener // the bridge's plugin side
+}
+
+func (l *listeners) close() {
+	if l.unix != nil {
+		_ = l.unix.Close() // removes the socket file
+	}
+	if l.tcp != nil {
+		_ = l.tcp.Close()
+	}
+	if l.metrics != nil {
+		_ = l.metrics.Close()
+	}
+	if l.classic != nil {
+		_ = l.classic.Close()
+	}
+}
+
+// listen prepares the directories and opens every listener, or none.
+func (d *daemon) listen() (_ *listeners, err error) {
+	s := d.cfg.Server
+	l := &listeners{}
+	defer func() {
+		if err != nil {
+			l.close()
+		}
+	}()
+	if err := prepareDir(s.PluginSocketDir, s.PluginSocketDirMode, s.PluginSocketDirGroup); err != nil {
+		return nil, fmt.Errorf("plugin socket directory: %w", err)
+	}
+	if err := prepareDir(dirOf(s.Socket), s.SocketDirMode, ""); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	lo := sockets.ListenOptions{Mode: s.SocketMode.Perm(), GID: -1}
+	if s.SocketGroup != "" {
+		if lo.GID, err = config.LookupGroup(s.SocketGroup); err != nil {
+			return nil, fmt.Errorf("server.socket_group: %w", err)
+		}
+	}
+	if l.unix, err = sockets.Listen(s.Socket, lo); err != nil {
+		return nil, err
+	}
+	if d.tcp != nil {
+		if l.tcp, err = net.Listen("tcp", d.cfg.TCP.Address); err != nil {
+			return nil, fmt.Errorf("tcp.address: %w", err)
+		}
+	}
+	if d.mx != nil {
+		if l.metrics, err = net.Listen("tcp", d.cfg.Observability.MetricsAddress); err != nil {
+			return nil, fmt.Errorf("observability.metrics_address: %w", err)
+		}
+	}
+	if p := d.cfg.Bridge.PluginSocket; p != "" {
+		// Classic plugins authenticate by the socket's mode only (classic
+		// NRI has no other means), as on the runtime's own socket.
+		if l.classic, err = sockets.Listen(p, sockets.ListenOptions{Mode: 0o600, GID: -1}); err != nil {
+			return nil, fmt.Errorf("bridge.plugin_socket: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// serve listens, serves until ctx is done or a listener fails, and stops
+// gracefully.
+func (d *daemon) serve(ctx context.Context) error {
+	l, err := d.listen()
+	if err != nil {
+		_ = d.tracer.Shutdown(context.Background())
+		return err
+	}
+	errc := make(chan error, 3) // one per listener
+	go func() { errc <- serveGRPC(d.unix, l.unix) }()
+	if d.tcp != nil {
+		go func() { errc <- serveGRPC(d.tcp, l.tcp) }()
+	}
+	metricsCtx, stopMetrics := context.WithCancel(context.Background())
+	metricsDone := make(chan struct{})
+	if d.mx != nil {
+		go func() {
+			defer close(metricsDone)
+			if err := d.mx.ServeListener(metricsCtx, l.metrics); err != nil {
+				errc <- err
+			}
+		}()
+	} else {
+		close(metricsDone)
+	}
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if d.cfg.Runtime.Required {
+		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
+		go d.watchRuntime(watchCtx)
+	} else {
+		d.setHealth(healthpb.HealthCheckResponse_SERVING)
+	}
+
+	var sup *supervisor.Supervisor
+	if d.cfg.Launch.PluginDir != "" || d.cfg.Bridge.ClassicPluginDir != "" {
+		sup = supervisor.New(supervisor.WithLogger(d.log))
+	}
+	if dir := d.cfg.Launch.PluginDir; dir != "" {
+		if err := d.srv.Launch(ctx, sup, server.LaunchConfig{
+			PluginDir: dir, ConfigDir: d.cfg.Launch.ConfigDir, ServerAddress: sockets.Target(d.cfg.Server.Socket),
+		}); err != nil {
+			d.log.Warn("launching plugins", "dir", dir, "error", err)
+		}
+	}
+	stopBridge := d.startBridge(ctx, l, sup)
+
+	attrs := []any{"socket", d.cfg.Server.Socket, "version", version.Server(), "runtime_required", d.cfg.Runtime.Required}
+	if d.tcp != nil {
+		attrs = append(attrs, "tcp", l.tcp.Addr().String())
+	}
+	if l.metrics != nil {
+		attrs = append(attrs, "metrics", l.metrics.Addr().String())
+	}
+	d.log.Info("serving", attrs...)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+		d.log.Error("a listener failed; stopping", "error", serveErr)
+	}
+	stopWatch()
+	stopBridge()
+	d.stop(sup)
+	stopMetrics() // last: the metrics of the stop are still served
+	<-metricsDone
+	return serveErr
+}
+
+// startBridge starts the configured sides of the ttrpc bridge and returns
+// the function that stops them.
+func (d *daemon) startBridge(parent context.Context, l *listeners, sup *supervisor.Supervisor) (stop func()) {
+	b := d.cfg.Bridge
+	ctx, cancel := context.WithCancel(parent)
+	var wg sync.WaitGroup
+	if b.RuntimeSocket != "" {
+		name, idx := b.PluginName, b.PluginIndex
+		if name == "" {
+			name = bridge.DefaultPluginName
+		}
+		if idx == "" {
+			idx = bridge.DefaultPluginIndex
+		}
+		rs := bridge.NewRuntimeSide(d.srv, bridge.WithRuntimeSocket(b.RuntimeSocket), bridge.WithPluginIdentity(name, idx),
+			bridge.WithRuntimeLogger(d.log.With("component", "bridge-runtime")))
+		wg.Go(func() { _ = rs.Run(ctx) })
+		d.log.Info("bridge runtime side enabled", "runtime_socket", b.RuntimeSocket, "plugin", idx+"-"+name)
+	}
+	if l.classic != nil || b.ClassicPluginDir != "" {
+		ps := bridge.NewPluginSide(d.srv, bridge.WithPluginLogger(d.log.With("component", "bridge-plugins")),
+			bridge.WithRegistrationTimeout(d.cfg.Server.RegistrationTimeout.D()))
+		if l.classic != nil {
+			wg.Go(func() {
+				if err := ps.Serve(ctx, l.classic); err != nil {
+					d.log.Error("classic plugin socket", "error", err)
+				}
+			})
+			d.log.Info("bridge plugin side enabled", "plugin_socket", b.PluginSocket)
+		}
+		if dir := b.ClassicPluginDir; dir != "" {
+			if err := ps.Launch(ctx, sup, dir, b.ClassicConfigDir); err != nil {
+				d.log.Warn("launching classic plugins", "dir", dir, "error", err)
+			}
+		}
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+func serveGRPC(g *grpc.Server, l net.Listener) error {
+	if err := g.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+// stop stops gracefully within server.stop_timeout: health goes
+// NOT_SERVING, plugins get Shutdown("server stopping") (server.Shutdown),
+// launched plugins are stopped, then the gRPC servers stop gracefully and
+// whatever is still running at the bound is cut.
+func (d *daemon) stop(sup *supervisor.Supervisor) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Server.StopTimeout.D())
+	defer cancel()
+	d.log.Info("stopping", "bound", d.cfg.Server.StopTimeout.D().String())
+	d.health.Shutdown()
+	if err := d.srv.Shutdown(ctx); err != nil {
+		d.log.Warn("plugins did not all shut down in time", "error", err)
+	}
+	if sup != nil {
+		if err := sup.Stop(ctx); err != nil {
+			d.log.Warn("stopping launched plugins", "error", err)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(d.unix.GracefulStop)
+	if d.tcp != nil {
+		wg.Go(d.tcp.GracefulStop)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		d.log.Warn("calls still running at the stop bound; cutting them")
+		if d.tcp != nil {
+			d.tcp.Stop()
+		}
+		d.unix.Stop()
+		<-done
+	}
+	shCtx, shCancel := context.WithTimeout(context.Background(), time.Second)
+	defer shCancel()
+	if err := d.tracer.Shutdown(shCtx); err != nil {
+		d.log.Warn("flushing traces", "error", err)
+	}
+	d.log.Info("stopped", "took", time.Since(start).String())
+}
+
+// setHealth sets the status of the whole server ("") and of every service.
+func (d *daemon) setHealth(st healthpb.HealthCheckResponse_ServingStatus) {
+	d.health.SetServingStatus("", st)
+	for _, name := range d.services {
+		d.health.SetServingStatus(name, st)
+	}
+}
+
+// runtimePoll is how often a runtime's detachment is looked for: the
+// server signals attachment with a channel, detachment only by replacing it.
+const runtimePoll = time.Second
+
+// watchRuntime keeps health in step with the runtime: SERVING while one is
+// attached and synchronized, NOT_SERVING otherwise.
+func (d *daemon) watchRuntime(ctx context.Context) {
+	for {
+		select {
+		case <-d.srv.RuntimeAttached():
+		case <-ctx.Done():
+			return
+		}
+		d.setHealth(healthpb.HealthCheckResponse_SERVING)
+		d.log.Info("runtime attached: serving")
+		t := time.NewTicker(runtimePoll)
+		for attached := true; attached; {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+				select {
+				case <-d.srv.RuntimeAttached():
+				default:
+					attached = false
+				}
+			}
+		}
+		t.Stop()
+		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
+		d.log.Warn("runtime detached: not serving until it attaches again")
+	}
+}
+
+// withAPI advertises the nri.v1beta1 services through reflection next to
+// the services the server really registered (PluginService is served by
+// plugins, not by nrid, but describing it helps plugin authors).
+type withAPI struct{ srv *grpc.Server }
+
+// GetServiceInfo implements reflection.ServiceInfoProvider.
+func (w withAPI) GetServiceInfo() map[string]grpc.ServiceInfo {
+	out := w.srv.GetServiceInfo()
+	for _, fd := range []protoreflect.FileDescriptor{
+		nriv1beta1.File_nri_v1beta1_runtime_service_proto,
+		nriv1beta1.File_nri_v1beta1_adaptation_service_proto,
+		nriv1beta1.File_nri_v1beta1_admin_service_proto,
+		nriv1beta1.File_nri_v1beta1_plugin_service_proto,
+	} {
+		svcs := fd.Services()
+		for i := 0; i < svcs.Len(); i++ {
+			sd := svcs.Get(i)
+			if _, ok := out[string(sd.FullName())]; !ok {
+				out[string(sd.FullName())] = grpc.ServiceInfo{Metadata: fd.Path()}
+			}
+		}
+	}
+	return out
+}

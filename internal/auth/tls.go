@@ -1,0 +1,87 @@
+package auth
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// ServerTLS returns the TLS configuration of nrid's TCP listener: TLS 1.3,
+// the server certificate and key, and client certificates verified against
+// the CA bundle in clientCAFile. With requireCert, a client without a
+// certificate fails the handshake; without it a client may connect without
+// one and must then present a bearer token.
+func ServerTLS(certFile, keyFile, clientCAFile string, requireCert bool) (*tls.Config, error) {
+	if certFile == "" || keyFile == "" {
+		return nil, fmt.Errorf("TLS needs cert_file and key_file")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("server certificate: %w", err)
+	}
+	cfg := &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+	}
+	if requireCert {
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	if clientCAFile == "" {
+		if requireCert {
+			return nil, fmt.Errorf("client certificates are required but client_ca_file is not set")
+		}
+		cfg.ClientAuth = tls.NoClientCert
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(clientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("client CA: %s holds no PEM certificate", clientCAFile)
+	}
+	cfg.ClientCAs = pool
+	return cfg, nil
+}
+
+// LogHandshakeFailures wraps a server's transport credentials so that every
+// refused handshake (no client certificate, an unknown CA, not TLS at all)
+// is logged with the peer's address: such clients never reach the
+// interceptors. Connections closed before a handshake (port probes) are
+// logged at DEBUG, the rest at WARN.
+func LogHandshakeFailures(c credentials.TransportCredentials, log *slog.Logger) credentials.TransportCredentials {
+	return &loggingCreds{TransportCredentials: c, log: log}
+}
+
+type loggingCreds struct {
+	credentials.TransportCredentials
+	log *slog.Logger
+}
+
+// ServerHandshake implements credentials.TransportCredentials.
+func (c *loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	out, info, err := c.TransportCredentials.ServerHandshake(conn)
+	if err != nil {
+		lvl := slog.LevelWarn
+		if errors.Is(err, io.EOF) {
+			lvl = slog.LevelDebug
+		}
+		c.log.Log(context.Background(), lvl, "TLS handshake refused", "peer", conn.RemoteAddr().String(), "reason", err.Error())
+	}
+	return out, info, err
+}
+
+// Clone implements credentials.TransportCredentials.
+func (c *loggingCreds) Clone() credentials.TransportCredentials {
+	return &loggingCreds{TransportCredentials: c.TransportCredentials.Clone(), log: c.log}
+}
