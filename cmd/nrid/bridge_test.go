@@ -34,7 +34,9 @@ func TestBridgeBothSidesFromConfig(t *testing.T) {
 	classicSock := filepath.Join(dir, "classic.sock")
 	a, err := adaptation.New("containerd", "v2.4.2",
 		func(ctx context.Context, cb adaptation.SyncCB) error { _, err := cb(ctx, nil, nil); return err },
-		func(context.Context, []*v1alpha1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate, error) { return nil, nil },
+		func(context.Context, []*v1alpha1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate, error) {
+			return nil, nil
+		},
 		adaptation.WithSocketPath(rtSock), adaptation.WithPluginPath(filepath.Join(dir, "none")),
 		adaptation.WithPluginConfigPath(filepath.Join(dir, "none")))
 	if err != nil {

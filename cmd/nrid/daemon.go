@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/bridge"
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/apidesc"
 	"github.com/nri-grpc/nri-grpc/internal/auth"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
