@@ -44,7 +44,7 @@ PROTOSET := $(GEN_DIR)/go/nri/v1beta1/nri.binpb
 PROTOSET_GO := $(GEN_DIR)/go/nri/v1beta1/descriptor_set.go
 
 # Packages tested with the race detector (path prefixes below the module path).
-RACE_DIRS := server bridge
+RACE_DIRS := server bridge plugin
 # `make breaking BREAKING_AGAINST=main` compares against another ref.
 BREAKING_AGAINST ?= HEAD~1
 

@@ -268,7 +268,8 @@ func TestRuntimeRestartReattachesAndResyncs(t *testing.T) {
 			plainSaw = append(plainSaw, c.Method)
 		}
 	}
-	if resync == nil || resync.GetEpoch() != 2 || len(resync.GetPods()) != 1 || !proto.Equal(resync.GetPods()[0], betaPod(2)) {
+	// Epoch 1 at registration, 2 when the bridge first attached, 3 now.
+	if resync == nil || resync.GetEpoch() != 3 || len(resync.GetPods()) != 1 || !proto.Equal(resync.GetPods()[0], betaPod(2)) {
 		t.Fatalf("resync: %v", resync)
 	}
 	want := "StopContainer RemoveContainer StopPodSandbox RemovePodSandbox RunPodSandbox"

@@ -109,14 +109,12 @@ func New(opts ...Option) (*Server, error) {
 }
 
 // SetRuntime attaches the runtime and its current pods and containers. The
-// first call seeds the server's state; every later call (a runtime restart,
-// a reattached bridge) replaces it and resynchronizes every registered
-// plugin (DESIGN §5.9). rt may be nil when nothing can apply unsolicited
-// updates.
+// call replaces the server's state (a runtime start or restart, a
+// reattached bridge) and resynchronizes every registered plugin (DESIGN
+// §5.9). rt may be nil when nothing can apply unsolicited updates.
 func (s *Server) SetRuntime(ctx context.Context, info RuntimeInfo, rt Runtime, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
 	s.cut.Lock()
 	s.mu.Lock()
-	first := s.epoch == 0
 	s.epoch++
 	epoch := s.epoch
 	s.rt, s.rtInfo = rt, info
@@ -127,10 +125,10 @@ func (s *Server) SetRuntime(ctx context.Context, info RuntimeInfo, rt Runtime, p
 	}
 	s.mu.Unlock()
 	gonePods, goneCtrs := s.state.replace(pods, ctrs)
-	var resync []*plugin
-	if !first {
-		resync = s.beginResync()
-	}
+	// Every registered plugin learns the new state, on the first attach too:
+	// plugins that registered before any runtime attached were synchronized
+	// with an empty state.
+	resync := s.beginResync()
 	s.cut.Unlock()
 	s.log.Info("runtime attached", "runtime", info.Name, "version", info.Version, "pods", len(pods), "containers", len(ctrs), "epoch", epoch)
 	for _, p := range resync {

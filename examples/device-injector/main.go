@@ -1,0 +1,175 @@
+// Command device-injector is an example NRI plugin: it injects Linux
+// device nodes, mounts and CDI devices into containers, as pod annotations
+// ask. It is the nri-grpc version of classic NRI's device-injector sample
+// and reads the same annotations:
+//
+//	devices.noderesource.dev      a YAML list of devices
+//	mounts.noderesource.dev       a YAML list of mounts
+//	cdi-devices.noderesource.dev  a YAML list of CDI device names
+//
+// each with a "/container.<name>" suffix for one container, or "/pod" (or
+// no suffix) for every container of the pod. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path"
+	"syscall"
+
+	yaml "go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/plugin"
+	"github.com/nri-grpc/nri-grpc/server/validate"
+)
+
+// Annotation keys (prefixes: add "/container.<name>" or "/pod").
+const (
+	DevicesKey    = "devices.noderesource.dev"
+	MountsKey     = "mounts.noderesource.dev"
+	CDIDevicesKey = "cdi-devices.noderesource.dev"
+)
+
+// device is an annotated device node.
+type device struct {
+	Path     string  `yaml:"path"`
+	Type     string  `yaml:"type"`
+	Major    int64   `yaml:"major"`
+	Minor    int64   `yaml:"minor"`
+	FileMode *uint32 `yaml:"file_mode"`
+	UID      *uint32 `yaml:"uid"`
+	GID      *uint32 `yaml:"gid"`
+}
+
+// mount is an annotated mount.
+type mount struct {
+	Source      string   `yaml:"source"`
+	Destination string   `yaml:"destination"`
+	Type        string   `yaml:"type"`
+	Options     []string `yaml:"options"`
+}
+
+// injector is the plugin. It only handles CreateContainer.
+type injector struct {
+	log *slog.Logger
+}
+
+// CreateContainer adjusts a container with the devices, mounts and CDI
+// devices annotated for it. A malformed annotation vetoes the container.
+func (i *injector) CreateContainer(_ context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+	pod, ctr := req.GetPod(), req.GetContainer()
+	annotations := pod.GetAnnotations()
+	adjust := plugin.NewAdjustment()
+
+	var devices []device
+	if err := lookup(annotations, DevicesKey, ctr.GetName(), &devices); err != nil {
+		return nil, err
+	}
+	for _, d := range devices {
+		dev, err := d.toNRI()
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s: %w", DevicesKey, err)
+		}
+		adjust.AddDevice(dev)
+		i.log.Info("injecting device", "pod", pod.GetName(), "container", ctr.GetName(), "path", d.Path)
+	}
+
+	var mounts []mount
+	if err := lookup(annotations, MountsKey, ctr.GetName(), &mounts); err != nil {
+		return nil, err
+	}
+	for _, m := range mounts {
+		if !path.IsAbs(m.Destination) || m.Source == "" {
+			return nil, fmt.Errorf("annotation %s: mount %q -> %q: needs a source and an absolute destination",
+				MountsKey, m.Source, m.Destination)
+		}
+		adjust.AddMount(&nriv1beta1.Mount{Source: m.Source, Destination: m.Destination, Type: m.Type, Options: m.Options})
+		i.log.Info("injecting mount", "pod", pod.GetName(), "container", ctr.GetName(), "source", m.Source, "destination", m.Destination)
+	}
+
+	var cdi []string
+	if err := lookup(annotations, CDIDevicesKey, ctr.GetName(), &cdi); err != nil {
+		return nil, err
+	}
+	for _, name := range cdi {
+		adjust.AddCDIDevice(&nriv1beta1.CDIDevice{Name: name})
+		i.log.Info("injecting CDI device", "pod", pod.GetName(), "container", ctr.GetName(), "name", name)
+	}
+	return adjust.Response(), nil
+}
+
+// lookup decodes the effective annotation key of container ctr into out;
+// it leaves out alone when there is none.
+func lookup(annotations map[string]string, key, ctr string, out any) error {
+	value, ok := validate.EffectiveAnnotation(annotations, key, ctr)
+	if !ok {
+		return nil
+	}
+	if err := yaml.Unmarshal([]byte(value), out); err != nil {
+		return fmt.Errorf("annotation %s for container %s: %w", key, ctr, err)
+	}
+	return nil
+}
+
+// toNRI converts an annotated device, checking it.
+func (d device) toNRI() (*nriv1beta1.LinuxDevice, error) {
+	if !path.IsAbs(d.Path) {
+		return nil, fmt.Errorf("device path %q is not absolute", d.Path)
+	}
+	switch d.Type {
+	case "c", "b", "u", "p":
+	default:
+		return nil, fmt.Errorf("device %s: type %q is not one of c, b, u, p", d.Path, d.Type)
+	}
+	out := &nriv1beta1.LinuxDevice{Path: d.Path, Type: d.Type, Major: d.Major, Minor: d.Minor}
+	if d.FileMode != nil {
+		out.FileMode = wrapperspb.UInt32(*d.FileMode)
+	}
+	if d.UID != nil {
+		out.Uid = wrapperspb.UInt32(*d.UID)
+	}
+	if d.GID != nil {
+		out.Gid = wrapperspb.UInt32(*d.GID)
+	}
+	return out, nil
+}
+
+func main() {
+	if err := run(context.Background(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "device-injector:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("device-injector", flag.ContinueOnError)
+	std := plugin.Flags{Name: "device-injector", Index: "10"}
+	std.Register(fs)
+	verbose := fs.Bool("verbose", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	p, err := plugin.New(&injector{log: log}, append(std.Options(), plugin.WithLogger(log))...)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := p.Run(ctx); err != nil && !errors.Is(err, plugin.ErrReplaced) {
+		return err
+	}
+	return nil
+}

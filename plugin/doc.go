@@ -1,0 +1,53 @@
+// Package plugin is the Go SDK for nri-grpc plugins: NRI (the Node
+// Resource Interface of containerd and CRI-O) over gRPC.
+//
+// A plugin is a value that implements some of the handler interfaces of
+// this package, one per event (CreateContainerInterface,
+// StopContainerInterface, ValidateContainerAdjustmentInterface, ...), and
+// optionally ConfigureInterface, SynchronizeInterface, ResyncInterface and
+// ShutdownInterface. New derives the event subscription from the
+// implemented interfaces; Run does the rest of docs/PROTOCOL.md:
+//
+//   - it serves PluginService (and gRPC health and reflection) on the
+//     plugin's unix socket, by default /var/run/nri/plugins/NN-name.sock;
+//   - it authenticates every incoming call: only root and the uid of the
+//     NRI server (learned from the peer credentials of the plugin's own
+//     connection to the server) may call, unless WithDebugAccess;
+//   - it refuses calls addressed to another instance (the nri-instance-id
+//     metadata) with UNAVAILABLE, and accepts Configure only while its own
+//     registration is pending;
+//   - it registers (RuntimeService.RegisterPlugin), keeps the registration
+//     session open, and registers again with exponential backoff and jitter
+//     whenever the session ends (server restart, eviction, broken
+//     connection), except after a Shutdown of kind SHUTDOWN_KIND_REPLACED;
+//   - it collects the pages of a split Synchronize and calls the handler
+//     once with the full state;
+//   - it turns handler errors into gRPC statuses: a veto on creating events,
+//     a rejection in validators (see the handler interfaces).
+//
+// A minimal plugin:
+//
+//	type injector struct{}
+//
+//	func (injector) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+//		return plugin.NewAdjustment().AddEnv("HELLO", req.GetContainer().GetName()).Response(), nil
+//	}
+//
+//	func main() {
+//		p, err := plugin.New(injector{}, plugin.WithName("hello"), plugin.WithIndex("10"))
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//		defer stop()
+//		if err := p.Run(ctx); err != nil && !errors.Is(err, plugin.ErrReplaced) {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// Adjustment and Update build adjustments and container updates with
+// classic NRI's helper names and removal-marker conventions. Package
+// plugintest runs a plugin against a real in-process server for tests.
+// docs/go-plugin.md is the tutorial; docs/migrating-classic-plugins.md maps
+// classic pkg/stub plugins to this SDK.
+package plugin
