@@ -198,6 +198,8 @@ func (a *adminService) WatchEvents(req *nriv1beta1.WatchEventsRequest, stream gr
 		select {
 		case <-ctx.Done():
 			return status.FromContextError(ctx.Err()).Err()
+		case <-a.s.stopping:
+			return status.Error(codes.Unavailable, "the server is stopping")
 		case rec := <-ch:
 			// The record is shared with the other watchers.
 			out := rec.CloneVT()

@@ -53,6 +53,7 @@ type Server struct {
 
 	instances atomic.Uint64
 	records   recorder
+	stopping  chan struct{} // closed when Shutdown starts
 
 	deprecations deprecations
 }
@@ -101,6 +102,7 @@ func New(opts ...Option) (*Server, error) {
 		validator: v,
 		slots:     map[string]*slot{},
 		attached:  make(chan struct{}),
+		stopping:  make(chan struct{}),
 		rtInfo:    RuntimeInfo{Name: o.runtimeName, Version: o.runtimeVersion},
 	}
 	empty := []*slot{}
@@ -172,6 +174,9 @@ func (s *Server) runtime() (Runtime, RuntimeInfo) {
 // connections. It returns when every plugin is closed or ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.closing {
+		close(s.stopping)
+	}
 	s.closing = true
 	var all []*plugin
 	for _, sl := range s.slots {
@@ -195,6 +200,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Stopping returns a channel that is closed when Shutdown starts: long
+// calls (WatchEvents streams) end with it.
+func (s *Server) Stopping() <-chan struct{} { return s.stopping }
 
 // podLocks serializes the events of one pod, so they keep their order
 // while events of different pods run concurrently.
