@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -26,6 +29,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(server.EnvPluginEndpoint) != "" {
 		os.Exit(runLaunchedPlugin())
+	}
+	if path := os.Getenv(listenAsEnv); path != "" {
+		os.Exit(listenAndWait(path))
 	}
 	os.Exit(m.Run())
 }
@@ -126,4 +132,70 @@ func waitPlugin(t *testing.T, h *harness, not string, _ uint32) *nriv1beta1.Plug
 	}
 	t.Fatalf("no ready plugin (other than %q) within %v: %v", not, wait, h.srv.Plugins())
 	return nil
+}
+
+// listenAsEnv makes the test binary listen on a unix socket and wait (run
+// as another uid by TestPeerMismatchIsRefused).
+const listenAsEnv = "NRI_TEST_LISTEN_AS"
+
+func listenAndWait(path string) int {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	os.Stdout.WriteString("listening\n")
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return 0
+		}
+		c.Close()
+	}
+}
+
+// TestPeerMismatchIsRefused: an endpoint served by another uid than the
+// registrant's is refused with PEER_MISMATCH.
+func TestPeerMismatchIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a listener as another uid")
+	}
+	h := newHarness(t)
+	if err := os.Chmod(h.pluginDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(h.pluginDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(h.pluginDir, "foreign.sock")
+	// The go build directory is private: copy the test binary where the
+	// other uid can run it.
+	exe := filepath.Join(filepath.Dir(h.pluginDir), "listener")
+	self, _ := os.Executable()
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), listenAsEnv+"="+sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "listening\n" {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	_, err = registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + sock})
+	if testplugin.Reason(err) != "REGISTRATION_REFUSAL_PEER_MISMATCH" || !strings.Contains(err.Error(), "uid 65534") {
+		t.Fatalf("got %v", err)
+	}
 }

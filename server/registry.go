@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -487,6 +488,24 @@ func (s *Server) dialPlugin(endpoint string, uid uint32) (conn, error) {
 	path, err := s.checkEndpoint(endpoint)
 	if err != nil {
 		return nil, err
+	}
+	// A first look at the listener, for a precise refusal; the gRPC
+	// connection's own handshake below checks again, on the connection that
+	// is used.
+	probe, err := net.DialTimeout("unix", path, s.opts.registrationTimeout)
+	if err != nil {
+		return nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "endpoint",
+			"endpoint: %s is not reachable: %v", endpoint, err)
+	}
+	info, err := peercred.Of(probe)
+	_ = probe.Close()
+	if err != nil {
+		return nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "endpoint",
+			"endpoint: %v", err)
+	}
+	if info.UID != uid {
+		return nil, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_PEER_MISMATCH, "endpoint",
+			"endpoint: %s is served by uid %d, the registrant is uid %d", endpoint, info.UID, uid)
 	}
 	creds := peercred.Credentials{ClientCheck: func(info peercred.Info) error {
 		if info.UID != uid {
