@@ -10,6 +10,7 @@ import (
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
+	"github.com/containerd/ttrpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -149,6 +150,7 @@ func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
 		stub.WithSocketPath(r.socket),
 		stub.WithOnClose(func() { once.Do(func() { close(closed) }) }),
 		stub.WithLogger(nriLogger{r.log.With("component", "bridge-runtime")}),
+		stub.WithTTRPCOptions(nil, []ttrpc.ServerOpt{ttrpc.WithUnaryServerInterceptor(vtServerInterceptor)}),
 	)
 	if err != nil {
 		return err

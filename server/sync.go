@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
 )
 
 // syncOverhead is what a page's fields other than pods and containers can
@@ -75,11 +76,47 @@ func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeouts.sync)
 	defer cancel()
-	var last *nriv1beta1.SynchronizeResponse
+	reqs := make([]*nriv1beta1.SynchronizeRequest, len(pages))
 	for i, pg := range pages {
+		reqs[i] = &nriv1beta1.SynchronizeRequest{Pods: pg.pods, Containers: pg.ctrs, More: i < len(pages)-1, Epoch: epoch, Reason: reason}
+	}
+	// Encode the next page while the plugin decodes the current one: the
+	// pages still go one at a time, each after the reply to the previous.
+	type encoded struct {
+		raw []byte
+		err error
+	}
+	ahead := make(chan encoded, 1)
+	if p.c.remote() && len(pages) > 1 {
+		go func() {
+			defer close(ahead)
+			for _, r := range reqs {
+				b, err := codec.Encode(r)
+				select {
+				case ahead <- encoded{b, err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	} else {
+		close(ahead)
+	}
+	var last *nriv1beta1.SynchronizeResponse
+	for i := range pages {
 		more := i < len(pages)-1
-		req := &nriv1beta1.SynchronizeRequest{Pods: pg.pods, Containers: pg.ctrs, More: more, Epoch: epoch, Reason: reason}
-		rsp, err := p.call(ctx, nriv1beta1.PluginService_Synchronize_FullMethodName, p.timeouts.sync, req, nil,
+		req := reqs[i]
+		var raw []byte
+		if e, ok := <-ahead; ok {
+			if e.err != nil {
+				return nil, nil, status.Errorf(codes.Internal, "encoding page %d of %d: %v", i+1, len(pages), e.err)
+			}
+			raw = e.raw
+		}
+		rsp, err := p.call(ctx, nriv1beta1.PluginService_Synchronize_FullMethodName, p.timeouts.sync, req, raw,
 			newRsp[nriv1beta1.SynchronizeResponse]())
 		if err != nil {
 			return nil, nil, fmt.Errorf("page %d of %d: %w", i+1, len(pages), err)
