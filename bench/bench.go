@@ -1,0 +1,314 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	nrilog "github.com/containerd/nri/pkg/log"
+)
+
+// Config configures a benchmark run.
+type Config struct {
+	// Quick uses small operation counts: the whole run takes under a minute.
+	Quick bool
+	// Runs is the number of runs of every configuration; results are their
+	// medians.
+	Runs int
+	// Only restricts the run to these scenarios (see Scenarios).
+	Only []string
+	// CPUProfileDir, when set, receives CPU profiles: the driver's for every
+	// measured window and every role process's from its start to its end.
+	CPUProfileDir string
+	// AdaptationService adds rows driving nri-grpc through AdaptationService
+	// (the gRPC hop a runtime that does not embed the server pays).
+	AdaptationService bool
+	// LifecycleK is the number of plugins in the lifecycle scenario.
+	LifecycleK int
+	// Nrid is the nrid of the bridge and rss scenarios: "" or "build" builds
+	// cmd/nrid from this tree once per run (the go command must be there);
+	// "role" uses the nrid role of this binary (server + bridge runtime
+	// side, no configuration, interceptors or metrics); anything else is the
+	// path of an nrid executable.
+	Nrid string
+	// Verbose passes the role processes' stderr through and logs progress.
+	Verbose bool
+	// Out receives the tables and the summary; Log the progress.
+	Out, Log io.Writer
+}
+
+// Run runs the selected scenarios and prints their tables and the summary.
+func Run(cfg Config) error {
+	if cfg.Runs < 1 {
+		cfg.Runs = 1
+	}
+	if cfg.LifecycleK < 1 {
+		cfg.LifecycleK = 3
+	}
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
+	}
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	for _, s := range cfg.Only {
+		if !slices.Contains(Scenarios, s) {
+			return fmt.Errorf("unknown scenario %q (have %s)", s, strings.Join(Scenarios, ", "))
+		}
+	}
+	if cfg.CPUProfileDir != "" {
+		if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	nrilog.Set(quietNRILog{})
+	b := &bencher{cfg: &cfg, sz: fullSizes, res: newResults()}
+	if cfg.Quick {
+		b.sz = quickSizes
+	}
+	start := time.Now()
+	b.logf = func(format string, args ...any) {
+		fmt.Fprintf(cfg.Log, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	}
+	m := describeMachine()
+	b.logf("machine: %s", m)
+	tmp, err := os.MkdirTemp("", "nribench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if len(cfg.Only) == 0 || slices.Contains(cfg.Only, scBridge) || slices.Contains(cfg.Only, scRSS) {
+		b.nridBin, b.nridDesc = nridBinary(&cfg, tmp, b.logf)
+	}
+	load0 := loadAvg()
+	for _, sc := range []struct {
+		name string
+		run  func() error
+	}{{scCreate, b.create}, {scLifecycle, b.lifecycle}, {scSync, b.sync}, {scBridge, b.bridge}, {scRSS, b.rss}} {
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, sc.name) {
+			continue
+		}
+		if err := sc.run(); err != nil {
+			return err
+		}
+	}
+	mode := "full"
+	if cfg.Quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(cfg.Out, "nribench (%s mode, %d run(s), medians): %s\n", mode, cfg.Runs, m)
+	fmt.Fprintf(cfg.Out, "load average before %s, after %s; took %.0fs\n", load0, loadAvg(), time.Since(start).Seconds())
+	if b.nridDesc != "" {
+		fmt.Fprintf(cfg.Out, "nrid: %s\n", b.nridDesc)
+	}
+	b.report(cfg.Out)
+	fmt.Fprintln(cfg.Out)
+	fmt.Fprintln(cfg.Out, b.summary())
+	return nil
+}
+
+// describeMachine is nproc, the CPU model, memory and the Go version.
+func describeMachine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		for _, line := range strings.Split(string(b), "\n") {
+			if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
+				mem = fmt.Sprintf(", %.1f GiB", float64(kb)/(1<<20))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s)%s, %s, GOMAXPROCS %d", runtime.NumCPU(), model, mem, runtime.Version(), runtime.GOMAXPROCS(0))
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// report prints a table per scenario.
+func (b *bencher) report(w io.Writer) {
+	r := b.res
+	vsClassic := func(scenario string) func(k key) string {
+		return func(k key) string {
+			if k.side == sideClassic {
+				return ""
+			}
+			ops, _ := r.ratio(scenario, k.config, k.side, sideClassic, mOps)
+			cpu, _ := r.ratio(scenario, k.config, k.side, sideClassic, mCPU)
+			return fmt.Sprintf("%s calls/s, %s CPU", fmtRatio(ops), fmtRatio(cpu))
+		}
+	}
+	callCols := []column{
+		{"calls/s (min..max)", mOps, fmtRate, true},
+		{"p50", mP50, fmtDur, false},
+		{"p99", mP99, fmtDur, false},
+		{"CPU/call", mCPU, fmtDur, false},
+		{"of which runtime", mCPURt, fmtDur, false},
+		{"ctxsw/call", mCS, fmtRate, false},
+	}
+	r.table(w, scCreate, "create — CreateContainer with K plugins subscribed to it (seq: 1 caller; conc16: 16 callers on distinct pods)",
+		callCols, sideClassic, vsClassic(scCreate))
+	if b.cfg.AdaptationService {
+		b.hopTable(w)
+	}
+	lifeCols := []column{
+		{"lifecycles/s (min..max)", mOps, fmtRate, true},
+		{"p50", mP50, fmtDur, false},
+		{"p99", mP99, fmtDur, false},
+		{"CPU/lifecycle", mCPU, fmtDur, false},
+		{"of which runtime", mCPURt, fmtDur, false},
+		{"ctxsw/lifecycle", mCS, fmtRate, false},
+	}
+	r.table(w, scLifecycle, "lifecycle — RunPodSandbox … RemovePodSandbox (11 calls), K plugins subscribed to all of them",
+		lifeCols, sideClassic, func(k key) string {
+			if k.side == sideClassic {
+				return ""
+			}
+			ops, _ := r.ratio(scLifecycle, k.config, k.side, sideClassic, mOps)
+			cpu, _ := r.ratio(scLifecycle, k.config, k.side, sideClassic, mCPU)
+			return fmt.Sprintf("%s lifecycles/s, %s CPU", fmtRatio(ops), fmtRatio(cpu))
+		})
+	r.table(w, scSync, "sync — a new plugin registering with N existing containers (N/2 pods): time until synchronized, bytes encoded",
+		[]column{
+			{"time (min..max)", mTime, fmtDur, true},
+			{"CPU", mSCPU, fmtDur, false},
+			{"bytes encoded", mBytes, fmtBytes, false},
+			{"state size", mState, fmtBytes, false},
+		}, sideClassic, func(k key) string {
+			bytes, _ := r.median(k, mBytes)
+			st, _ := r.median(k, mState)
+			s := fmt.Sprintf("bytes %s of state", fmtRatio(bytes/st))
+			if k.side == sideClassic {
+				return s
+			}
+			t, _ := r.ratio(scSync, k.config, k.side, sideClassic, mTime)
+			return fmt.Sprintf("%s time, %s", fmtRatio(t), s)
+		})
+	r.table(w, scBridge, "bridge — CreateContainer from a classic runtime (pkg/adaptation), one plugin",
+		callCols, sideDirect, func(k key) string {
+			if k.side != sideBridge {
+				return ""
+			}
+			p50, _ := r.ratio(scBridge, k.config, sideBridge, sideDirect, mP50)
+			cpu, _ := r.ratio(scBridge, k.config, sideBridge, sideDirect, mCPU)
+			return fmt.Sprintf("%s p50, %s CPU", fmtRatio(p50), fmtRatio(cpu))
+		})
+	r.table(w, scRSS, "rss — nrid attached through the bridge to a classic runtime with N containers, which its server caches",
+		[]column{
+			{"VmRSS (min..max)", mRSS, fmtBytes, true},
+			{"VmHWM", mHWM, fmtBytes, false},
+			{"Go heap in use", mHeap, fmtBytes, false},
+			{"live heap after GC", mLive, fmtBytes, false},
+			{"state size (encoded)", mState, fmtBytes, false},
+		}, "", nil)
+}
+
+// hopTable reports what the AdaptationService hop adds to the embedded API.
+func (b *bencher) hopTable(w io.Writer) {
+	r := b.res
+	var lines []string
+	for _, k := range r.keys(scCreate) {
+		if k.side != sideAS {
+			continue
+		}
+		emb := key{scCreate, k.config, sideGRPC}
+		p50a, ok1 := r.median(k, mP50)
+		p50e, ok2 := r.median(emb, mP50)
+		cpua, ok3 := r.median(k, mCPU)
+		cpue, ok4 := r.median(emb, mCPU)
+		if !ok1 || !ok2 || !ok3 || !ok4 {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  %-10s p50 %+8s   CPU/call %+8s", k.config, signed(p50a-p50e), signed(cpua-cpue)))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nAdaptationService hop — what driving nri-grpc over gRPC adds to the embedded API (same runs, medians)\n")
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+func signed(sec float64) string {
+	if sec < 0 {
+		return "-" + fmtDur(-sec)
+	}
+	return "+" + fmtDur(sec)
+}
+
+func mark(pass bool) string {
+	if pass {
+		return "✓"
+	}
+	return "✗"
+}
+
+// summary is the one line of ratios against the targets.
+func (b *bencher) summary() string {
+	r := b.res
+	var parts []string
+	add := func(s string) { parts = append(parts, s) }
+	ratio := func(sc, cfg, metric string) (float64, bool) { return r.ratio(sc, cfg, sideGRPC, sideClassic, metric) }
+
+	if v, ok := ratio(scCreate, "K=1 seq", mOps); ok {
+		add(fmt.Sprintf("create K=1 %s %s", fmtRatio(v), mark(v >= 1.0)))
+	}
+	if v, ok := ratio(scCreate, "K=8 seq", mOps); ok {
+		add(fmt.Sprintf("K=8 %s %s", fmtRatio(v), mark(v >= 1.3)))
+	}
+	if v, ok := ratio(scCreate, "K=3 conc16", mOps); ok {
+		add(fmt.Sprintf("conc16 K=3 %s %s (stretch 4x %s)", fmtRatio(v), mark(v >= 2.5), mark(v >= 4)))
+	}
+	lk := fmt.Sprintf("K=%d", b.cfg.LifecycleK)
+	if v, ok := ratio(scLifecycle, lk+" seq", mOps); ok {
+		s := fmt.Sprintf("lifecycle %s", fmtRatio(v))
+		if c, ok := ratio(scLifecycle, lk+" conc16", mOps); ok {
+			s += fmt.Sprintf(" (conc16 %s)", fmtRatio(c))
+		}
+		add(s)
+	}
+	if t, ok := ratio(scSync, "N=10000", mTime); ok {
+		k := key{scSync, "N=10000", sideGRPC}
+		bytes, _ := r.median(k, mBytes)
+		st, _ := r.median(k, mState)
+		by := bytes / st
+		add(fmt.Sprintf("sync10k %s time %s %s bytes %s", fmtRatio(t), mark(t <= 0.4), fmtRatio(by), mark(by <= 1.1)))
+	}
+	if v, ok := r.ratio(scBridge, "K=1 seq", sideBridge, sideDirect, mP50); ok {
+		add(fmt.Sprintf("bridge p50 %s direct %s", fmtRatio(v), mark(v <= 2.0)))
+	}
+	if v, ok := r.median(key{scRSS, "N=10000", "nrid"}, mRSS); ok {
+		add(fmt.Sprintf("nrid RSS 10k %.0f MB", v/(1<<20)))
+	}
+	if len(parts) == 0 {
+		return "summary: nothing measured"
+	}
+	s := "summary: " + strings.Join(parts, ", ")
+	if b.cfg.Runs < 3 {
+		s += fmt.Sprintf(" [%d run(s): targets are judged on medians of 3]", b.cfg.Runs)
+	}
+	return s
+}
