@@ -2,8 +2,10 @@ package bridge
 
 import (
 	"context"
+	"errors"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
+	"github.com/containerd/ttrpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -26,9 +28,26 @@ func call[AReq, ARsp, BRsp vtMessage](ctx context.Context, req vtMessage, areq A
 	}
 	out, err := fn(ctx, in)
 	if err != nil {
-		return zero, err
+		return zero, ttrpcError(err)
 	}
 	return convert(out, brsp)
+}
+
+// ttrpcError maps ttrpc's client-side errors to the status codes the server
+// classifies as availability failures: a deadline or cancellation, and a
+// closed or broken connection, are not the plugin's verdict. Statuses the
+// plugin returned pass through unchanged.
+func ttrpcError(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return status.FromContextError(err).Err()
+	case errors.Is(err, ttrpc.ErrClosed), errors.Is(err, ttrpc.ErrServerClosed), errors.Is(err, ttrpc.ErrProtocol):
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	return err
 }
 
 func (cc *classicConn) Configure(ctx context.Context, req *nriv1beta1.ConfigureRequest) (*nriv1beta1.ConfigureResponse, error) {
@@ -48,7 +67,7 @@ func (cc *classicConn) Synchronize(ctx context.Context, req *nriv1beta1.Synchron
 // Shutdown is forwarded as the classic, reason-less Shutdown.
 func (cc *classicConn) Shutdown(ctx context.Context, req *nriv1beta1.ShutdownRequest) (*nriv1beta1.ShutdownResponse, error) {
 	if _, err := cc.plugin.Shutdown(ctx, &v1alpha1.Empty{}); err != nil && status.Code(err) != codes.Unimplemented {
-		return nil, err
+		return nil, ttrpcError(err)
 	}
 	cc.ps.log.Info("classic plugin shut down", "plugin", cc.full, "reason", req.GetReason())
 	return &nriv1beta1.ShutdownResponse{}, nil
@@ -95,7 +114,7 @@ func notify[AReq vtMessage, ARsp any](cc *classicConn, ctx context.Context, even
 		}
 		_, err = fn(ctx, in)
 		if status.Code(err) != codes.Unimplemented {
-			return err
+			return ttrpcError(err)
 		}
 		cc.mu.Lock()
 		cc.stateChange = true
@@ -119,7 +138,7 @@ func notify[AReq vtMessage, ARsp any](cc *classicConn, ctx context.Context, even
 		ev.Container = ctr
 	}
 	if _, err := cc.plugin.StateChange(ctx, ev); err != nil {
-		return err
+		return ttrpcError(err)
 	}
 	cc.ps.deprecated(cc, event)
 	return nil

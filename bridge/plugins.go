@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -148,7 +149,7 @@ type classicConn struct {
 	full     string
 
 	regC   chan *v1alpha1.RegisterPluginRequest
-	handle *server.Handle
+	handle atomic.Pointer[server.Handle] // set once registered
 
 	mu          sync.Mutex
 	stateChange bool // the plugin only implements StateChange for the 9 notification events
@@ -218,7 +219,7 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 		ps.log.Warn("classic plugin registration failed", "plugin", cc.full, "identity", identity, "error", err)
 		return
 	}
-	cc.handle = h
+	cc.handle.Store(h)
 	ps.mu.Lock()
 	ps.conns[cc] = struct{}{}
 	ps.mu.Unlock()
@@ -257,14 +258,18 @@ func (cc *classicConn) RegisterPlugin(_ context.Context, req *v1alpha1.RegisterP
 
 // UpdateContainers implements the classic Runtime service.
 func (cc *classicConn) UpdateContainers(ctx context.Context, req *v1alpha1.UpdateContainersRequest) (*v1alpha1.UpdateContainersResponse, error) {
-	if cc.handle == nil {
-		return nil, status.Error(codes.FailedPrecondition, "the plugin is not registered yet")
+	// Updates are accepted once the registration completed (after the
+	// plugin's Synchronize); waiting here could deadlock a plugin that sends
+	// updates from inside its Synchronize handler, so they are refused.
+	h := cc.handle.Load()
+	if h == nil {
+		return nil, status.Error(codes.FailedPrecondition, "the plugin is not registered yet: send updates after Synchronize returned")
 	}
 	breq, err := convert(req, &nriv1beta1.UpdateContainersRequest{})
 	if err != nil {
 		return nil, err
 	}
-	failed, _, err := cc.handle.UpdateContainers(ctx, breq.GetUpdate(), breq.GetEvict())
+	failed, _, err := h.UpdateContainers(ctx, breq.GetUpdate(), breq.GetEvict())
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,11 @@
 // change of nri-grpc from classic NRI (DESIGN §5), named after the change
 // and asserting nri-grpc's behaviour. [Scenarios] lists them.
 //
+// A path that cannot have a feature some scenarios need (the classic ttrpc
+// paths: classic plugins have no capabilities or instance ids) skips them
+// by name, each with its reason ([SkipScenarios]); an env whose errors are
+// partly classic NRI's plain text declares which ([PlainErrors]).
+//
 // Scenarios never assert on elapsed time: they wait for events with
 // generous bounds, and a plugin that must time out blocks until its call's
 // context ends.
