@@ -185,6 +185,7 @@ type classicPlugin struct {
 	name   string
 	log    *testplugin.Log
 	create func(*v1alpha1.PodSandbox, *v1alpha1.Container) (*v1alpha1.ContainerAdjustment, []*v1alpha1.ContainerUpdate, error)
+	onCtx  func(context.Context) // sees CreateContainer's context
 }
 
 func (p *classicPlugin) note(method string, req proto.Message) {
@@ -196,8 +197,11 @@ func (p *classicPlugin) RunPodSandbox(_ context.Context, pod *v1alpha1.PodSandbo
 	return nil
 }
 
-func (p *classicPlugin) CreateContainer(_ context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) (*v1alpha1.ContainerAdjustment, []*v1alpha1.ContainerUpdate, error) {
+func (p *classicPlugin) CreateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) (*v1alpha1.ContainerAdjustment, []*v1alpha1.ContainerUpdate, error) {
 	p.note("CreateContainer", ctr)
+	if p.onCtx != nil {
+		p.onCtx(ctx)
+	}
 	if p.create != nil {
 		return p.create(pod, ctr)
 	}

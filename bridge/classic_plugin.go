@@ -26,7 +26,7 @@ func call[AReq, ARsp, BRsp vtMessage](ctx context.Context, req vtMessage, areq A
 	if err != nil {
 		return zero, status.Error(codes.Internal, err.Error())
 	}
-	out, err := fn(ctx, in)
+	out, err := fn(injectTrace(ctx), in)
 	if err != nil {
 		return zero, ttrpcError(err)
 	}
@@ -112,7 +112,7 @@ func notify[AReq vtMessage, ARsp any](cc *classicConn, ctx context.Context, even
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
-		_, err = fn(ctx, in)
+		_, err = fn(injectTrace(ctx), in)
 		if status.Code(err) != codes.Unimplemented {
 			return ttrpcError(err)
 		}
@@ -137,7 +137,7 @@ func notify[AReq vtMessage, ARsp any](cc *classicConn, ctx context.Context, even
 		}
 		ev.Container = ctr
 	}
-	if _, err := cc.plugin.StateChange(ctx, ev); err != nil {
+	if _, err := cc.plugin.StateChange(injectTrace(ctx), ev); err != nil {
 		return ttrpcError(err)
 	}
 	cc.ps.deprecated(cc, event)

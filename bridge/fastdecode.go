@@ -36,9 +36,10 @@ func (r fastReflect) ProtoMethods() *protoiface.Methods {
 }
 
 // vtServerInterceptor decodes every request the classic runtime sends with
-// UnmarshalVT instead of protobuf reflection.
+// UnmarshalVT instead of protobuf reflection, and picks up the runtime's
+// trace context.
 func vtServerInterceptor(ctx context.Context, unmarshal ttrpc.Unmarshaler, _ *ttrpc.UnaryServerInfo, method ttrpc.Method) (interface{}, error) {
-	return method(ctx, func(v interface{}) error {
+	return method(extractTrace(ctx), func(v interface{}) error {
 		if m, ok := v.(vtDecoder); ok {
 			return unmarshal(fastMsg{m})
 		}
