@@ -144,9 +144,9 @@ func TestBudgetHoldsUnderRuntimeTimeout(t *testing.T) {
 	for _, required := range []bool{false, true} {
 		t.Run(map[bool]string{false: "ignore", true: "fail"}[required], func(t *testing.T) {
 			n := startNrid(t)
-			n.grpcPlugin(t, "10", "a", slowPlugin(800*time.Millisecond, "a", false))
-			n.grpcPlugin(t, "20", "b", slowPlugin(800*time.Millisecond, "b", false))
-			n.grpcPlugin(t, "30", "c", slowPlugin(800*time.Millisecond, "c", required))
+			n.grpcPlugin(t, "10", "a", slowPlugin(600*time.Millisecond, "a", false))
+			n.grpcPlugin(t, "20", "b", slowPlugin(600*time.Millisecond, "b", false))
+			n.grpcPlugin(t, "30", "c", slowPlugin(600*time.Millisecond, "c", required))
 			sock := filepath.Join(tempDir(t), "nri.sock")
 			rt := startClassicRuntime(t, sock, nil, nil)
 			attachBridge(t, n, sock)
