@@ -5,6 +5,9 @@
 #   protoc-gen-go{,-grpc}  tools/go.mod `tool` directives           -> .tmp/bin
 #   protoc-gen-go-vtproto  tools/go.mod                             -> .tmp/bin
 #   grpcurl                tools/go.mod (only via `make grpcurl`)    -> .tmp/bin
+#   protoc-gen-es          tools/package.json (npm)                  -> tools/node_modules
+#   grpcio-tools, pytest   clients/python/requirements-dev.txt (pip, hashes) -> clients/python/.venv
+#   tsc, Connect, protobuf-es  clients/typescript/package-lock.json (npm ci) -> clients/typescript/node_modules
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -43,6 +46,24 @@ GEN_DIR := gen
 PROTOSET := $(GEN_DIR)/go/nri/v1beta1/nri.binpb
 PROTOSET_GO := $(GEN_DIR)/go/nri/v1beta1/descriptor_set.go
 
+# Python client: generated code, its virtualenv (from the hash-pinned lock
+# file; `make python-venv`) and the interpreter that creates it (>= 3.10).
+PYTHON ?= python3
+PY_DIR := clients/python
+PY_VENV := $(PY_DIR)/.venv
+PY_STAMP := $(PY_VENV)/.installed
+PY_GEN := $(PY_DIR)/src/nri_grpc/gen
+# TypeScript client: generated code and its node_modules (npm ci).
+TS_DIR := clients/typescript
+TS_STAMP := $(TS_DIR)/node_modules/.installed
+TS_GEN := $(TS_DIR)/src/gen
+PROTOC_GEN_ES := tools/node_modules/.bin/protoc-gen-es
+# Every committed generated tree `make check` compares.
+GEN_TREES := $(GEN_DIR)/ $(PY_GEN)/ $(TS_GEN)/
+# nrid as the Python and TypeScript tests run it (not .tmp/bin/nrid: other
+# work may use that one).
+CLIENTS_NRID := $(CURDIR)/.tmp/clients/nrid
+
 # Packages tested with the race detector (path prefixes below the module path).
 RACE_DIRS := server bridge plugin
 # `make breaking BREAKING_AGAINST=main` compares against another ref.
@@ -54,7 +75,7 @@ space := $(empty) $(empty)
 ##@ Setup
 
 .PHONY: tools
-tools: $(BUF) $(PLUGINS) ## Install buf (npm ci) and build the protoc plugins into .tmp/bin
+tools: $(BUF) $(PLUGINS) $(PROTOC_GEN_ES) $(PY_STAMP) ## Install buf and protoc-gen-es (npm ci), build the Go protoc plugins into .tmp/bin, create the Python venv
 
 # --ignore-scripts: the platform package has no install script to run, and
 # npm 11 would only warn about unapproved scripts anyway.
@@ -62,6 +83,9 @@ $(BUF): tools/package.json tools/package-lock.json
 	$(NPM) ci --prefix tools --ignore-scripts --no-audit --no-fund --loglevel=error
 	test -x $@ || { echo "npm ci did not install $@ (unsupported platform $(UNAME_M)?)" >&2; exit 1; }
 	touch $@
+# protoc-gen-es comes with the same npm ci.
+$(PROTOC_GEN_ES): $(BUF)
+	@test -x $@ || { echo "npm ci --prefix tools did not install $@" >&2; exit 1; }
 
 # One rule per binary: each is rebuilt only when missing or older than tools/go.mod/go.sum.
 $(PROTOC_GEN_GO): $(TOOLS_GO_MOD)
@@ -80,14 +104,42 @@ $(GRPCURL): $(TOOLS_GO_MOD)
 .PHONY: grpcurl
 grpcurl: $(GRPCURL) ## Build grpcurl into .tmp/bin (use with -protoset gen/go/nri/v1beta1/nri.binpb)
 
+# The Python virtualenv: the exact versions and hashes of requirements-dev.txt
+# (the generator grpcio-tools with the protobuf and grpcio runtimes it goes
+# with, and pytest), then the SDK itself, editable, without touching the
+# network again. Recreated from scratch whenever the lock file changes.
+$(PY_STAMP): $(PY_DIR)/requirements-dev.txt $(PY_DIR)/pyproject.toml
+	rm -rf $(PY_VENV)
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "python-venv: $(PYTHON) is older than 3.10 (set PYTHON=)" >&2; exit 1; }
+	$(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(PY_DIR)/requirements-dev.txt
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --editable $(PY_DIR)
+	touch $@
+
+.PHONY: python-venv
+python-venv: $(PY_STAMP) ## Create clients/python/.venv from requirements-dev.txt (generator, runtime, pytest)
+
+$(TS_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	$(NPM) ci --prefix $(TS_DIR) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+.PHONY: ts-deps
+ts-deps: $(TS_STAMP) ## npm ci in clients/typescript (Connect, protobuf-es, tsc)
+
+# Always rebuilt: go build is incremental, and a stale nrid would test old code.
+.PHONY: clients-nrid
+clients-nrid:
+	@mkdir -p $(dir $(CLIENTS_NRID))
+	$(GO) build -o $(CLIENTS_NRID) ./cmd/nrid
+
 .PHONY: clean
-clean: ## Remove .tmp/ and tools/node_modules/ (not gen/: it is committed)
-	rm -rf .tmp tools/node_modules
+clean: ## Remove .tmp/, tools/node_modules/ and the clients' venv, node_modules and builds (not the committed generated code)
+	rm -rf .tmp tools/node_modules $(PY_VENV) $(TS_DIR)/node_modules $(TS_DIR)/dist $(TS_DIR)/dist-test
 
 ##@ Development
 
 .PHONY: generate
-generate: $(BUF) $(PLUGINS) ## Regenerate gen/go (with the descriptor set nri.binpb) from proto/, from scratch
+generate: $(BUF) $(PLUGINS) $(PROTOC_GEN_ES) $(PY_STAMP) ## Regenerate gen/go (with nri.binpb) and the Python and TypeScript clients' gen/ from proto/, from scratch
 	@if [[ -z "$$(find proto -name '*.proto' -print -quit 2>/dev/null)" ]]; then
 	  echo "generate: no .proto files under proto/, nothing to generate"
 	  exit 0
@@ -108,6 +160,15 @@ generate: $(BUF) $(PLUGINS) ## Regenerate gen/go (with the descriptor set nri.bi
 	  '//' \
 	  '//go:embed nri.binpb' \
 	  'var DescriptorSet []byte' > $(PROTOSET_GO)
+	# Python: the generated modules import each other as nri.v1beta1.X; they
+	# live in the package nri_grpc.gen.nri.v1beta1. protoc has no option for
+	# that, so rewrite the imports and add the package files.
+	echo "+ python: rewrite imports, add __init__.py under $(PY_GEN)"
+	find $(PY_GEN) -type f \( -name '*.py' -o -name '*.pyi' \) -print0 | sort -z | \
+	  xargs -0 sed -i -E 's/^from nri\.v1beta1 import /from nri_grpc.gen.nri.v1beta1 import /'
+	for d in $(PY_GEN) $(PY_GEN)/nri $(PY_GEN)/nri/v1beta1; do
+	  printf '%s\n' '# Code generated by make generate. DO NOT EDIT.' > $$d/__init__.py
+	done
 	echo "generate: done (run 'go mod tidy' if generated code needs new modules)"
 
 .PHONY: fmt
@@ -153,14 +214,14 @@ breaking: $(BUF) ## buf breaking against HEAD~1 (skipped when there is no such c
 	$(BUF) breaking --against ".git#ref=$$(git rev-parse "$$against"),subdir=proto"
 
 .PHONY: check
-check: lint breaking generate ## lint + breaking + verify committed gen/ matches a fresh generate
-	@if ! git diff --exit-code --stat -- $(GEN_DIR)/; then
-	  echo "check: gen/ is stale: run 'make generate' and commit the result" >&2
+check: lint breaking generate ## lint + breaking + verify committed generated code (gen/, clients' gen/) matches a fresh generate
+	@if ! git diff --exit-code --stat -- $(GEN_TREES); then
+	  echo "check: generated code is stale: run 'make generate' and commit the result" >&2
 	  exit 1
 	fi
-	stray="$$(git status --porcelain --untracked-files=all -- $(GEN_DIR)/)"
+	stray="$$(git status --porcelain --untracked-files=all -- $(GEN_TREES))"
 	if [[ -n "$$stray" ]]; then
-	  echo "check: gen/ has uncommitted or untracked files: run 'make generate' and commit them:" >&2
+	  echo "check: generated code has uncommitted or untracked files: run 'make generate' and commit them:" >&2
 	  echo "$$stray" >&2
 	  exit 1
 	fi
@@ -187,6 +248,47 @@ test: $(GRPCURL) ## Run every test: -race on server/ and bridge/, plain go test 
 	  $(GO) test $$plain
 	fi
 
+##@ Clients
+
+.PHONY: python-test
+python-test: $(PY_STAMP) clients-nrid ## Python SDK tests (pytest) against a real nrid
+	@cd $(PY_DIR) && NRID=$(CLIENTS_NRID) .venv/bin/python -m pytest -q
+
+.PHONY: ts-build
+ts-build: $(TS_STAMP) ## Compile the TypeScript SDK (tsc) into clients/typescript/dist
+	@$(NPM) run --prefix $(TS_DIR) --silent build
+
+.PHONY: ts-test
+ts-test: $(TS_STAMP) clients-nrid ## TypeScript SDK tests (tsc, node --test) against a real nrid
+	@NRID=$(CLIENTS_NRID) $(NPM) test --prefix $(TS_DIR) --silent
+
+##@ End-to-end
+
+# test/e2e against a real containerd (docs/containerd.md): root only; builds
+# containerd into $(E2E_DIR)/cache once (minutes cold, reused after), installs
+# runc with apt-get when missing, and cleans up after itself (and after a run
+# that was killed). Scratch directory: E2E_DIR (default /tmp/nri-e2e).
+E2E_DIR ?= /tmp/nri-e2e
+E2E_FLAGS ?=
+
+CARGO ?= cargo
+RUST_DIR := clients/rust
+
+.PHONY: rust-test
+rust-test: clients-nrid ## Rust SDK: rustfmt check and cargo test against a real nrid
+	@cd $(RUST_DIR) && $(CARGO) fmt --all --check && NRID_BIN=$(CLIENTS_NRID) $(CARGO) test --locked --workspace
+
+.PHONY: clients-test
+clients-test: python-test ts-test rust-test ## Python, TypeScript and Rust SDK tests against a real nrid
+
+.PHONY: e2e
+e2e: ## End-to-end scenarios against containerd v2.4.2 + runc (root; test/e2e)
+	@NRI_E2E_DIR=$(E2E_DIR) $(GO) test -tags e2e -count=1 -timeout 30m -v $(E2E_FLAGS) ./test/e2e/
+
+.PHONY: e2e-bench
+e2e-bench: ## Pod+container create-to-running: classic plugin on containerd vs nrid + gRPC plugin
+	@NRI_E2E_DIR=$(E2E_DIR) $(GO) test -tags e2e -count=5 -run '^$$' -bench CreateToRunning -benchtime 20x -timeout 60m $(E2E_FLAGS) ./test/e2e/
+
 ##@ CI
 
 .PHONY: ci
@@ -196,7 +298,7 @@ ci: tools check test ## What .ci/run runs: tools, check, test
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "; printf "Usage: make <target>\n"}
 	  /^##@/ {printf "\n%s\n", substr($$0, 5); next}
-	  /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	  /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # Hand-written Go files: everything except generated code, tools, caches and testdata.
 hand_written_go = find . \( -path ./gen -o -path ./.tmp -o -path ./.git -o -path ./tools -o -name node_modules -o -name testdata \) -prune -o -type f -name '*.go' -print
