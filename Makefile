@@ -262,15 +262,6 @@ ts-build: $(TS_STAMP) ## Compile the TypeScript SDK (tsc) into clients/typescrip
 ts-test: $(TS_STAMP) clients-nrid ## TypeScript SDK tests (tsc, node --test) against a real nrid
 	@NRID=$(CLIENTS_NRID) $(NPM) test --prefix $(TS_DIR) --silent
 
-##@ End-to-end
-
-# test/e2e against a real containerd (docs/containerd.md): root only; builds
-# containerd into $(E2E_DIR)/cache once (minutes cold, reused after), installs
-# runc with apt-get when missing, and cleans up after itself (and after a run
-# that was killed). Scratch directory: E2E_DIR (default /tmp/nri-e2e).
-E2E_DIR ?= /tmp/nri-e2e
-E2E_FLAGS ?=
-
 CARGO ?= cargo
 RUST_DIR := clients/rust
 
@@ -280,6 +271,15 @@ rust-test: clients-nrid ## Rust SDK: rustfmt check and cargo test against a real
 
 .PHONY: clients-test
 clients-test: python-test ts-test rust-test ## Python, TypeScript and Rust SDK tests against a real nrid
+
+##@ End-to-end
+
+# test/e2e against a real containerd (docs/containerd.md): root only; builds
+# containerd into $(E2E_DIR)/cache once (minutes cold, reused after), installs
+# runc with apt-get when missing, and cleans up after itself (and after a run
+# that was killed). Scratch directory: E2E_DIR (default /tmp/nri-e2e).
+E2E_DIR ?= /tmp/nri-e2e
+E2E_FLAGS ?=
 
 .PHONY: e2e
 e2e: ## End-to-end scenarios against containerd v2.4.2 + runc (root; test/e2e)
@@ -298,7 +298,7 @@ ci: tools check test ## What .ci/run runs: tools, check, test
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "; printf "Usage: make <target>\n"}
 	  /^##@/ {printf "\n%s\n", substr($$0, 5); next}
-	  /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	  /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # Hand-written Go files: everything except generated code, tools, caches and testdata.
 hand_written_go = find . \( -path ./gen -o -path ./.tmp -o -path ./.git -o -path ./tools -o -name node_modules -o -name testdata \) -prune -o -type f -name '*.go' -print

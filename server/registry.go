@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -107,8 +108,9 @@ func (h *Handle) Err() error {
 	}
 }
 
-// Close unregisters the plugin without a Shutdown call.
-func (h *Handle) Close() { h.p.close(nil) }
+// Close unregisters the plugin without a Shutdown call (its owner saw it
+// go, for example a classic plugin's connection closed).
+func (h *Handle) Close() { h.p.close(errors.New("the plugin disconnected")) }
 
 // Registered returns what the plugin was granted.
 func (h *Handle) Registered() *nriv1beta1.Registered { return h.p.s.registered(h.p) }

@@ -1,0 +1,183 @@
+//go:build e2e
+
+// Command e2e-classic-plugin is the classic (v1alpha1, containerd/nri
+// pkg/stub) plugin of the e2e suite. It connects to a classic NRI socket,
+// either containerd's own or nrid's plugin side, logs every event as one JSON
+// line (the same format as e2e-grpc-plugin) and injects the -env and
+// -annotation pairs of its flags in CreateContainer.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/nri/pkg/api"
+	"github.com/containerd/nri/pkg/stub"
+)
+
+type eventLine struct {
+	Time       string `json:"time"`
+	Event      string `json:"event"`
+	Pod        string `json:"pod,omitempty"`
+	Container  string `json:"container,omitempty"`
+	Pods       int    `json:"pods,omitempty"`
+	Containers int    `json:"containers,omitempty"`
+	Detail     string `json:"detail,omitempty"`
+}
+
+type kvList []string
+
+func (l *kvList) String() string     { return strings.Join(*l, ",") }
+func (l *kvList) Set(v string) error { *l = append(*l, v); return nil }
+
+type classic struct {
+	mu  sync.Mutex
+	out *os.File
+
+	env, annotations kvList
+	createDelay      time.Duration
+}
+
+func (p *classic) log(e eventLine) {
+	e.Time = time.Now().UTC().Format(time.RFC3339Nano)
+	b, _ := json.Marshal(e)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = p.out.Write(append(b, '\n'))
+}
+
+func (p *classic) pod(ev string, pod *api.PodSandbox) error {
+	p.log(eventLine{Event: ev, Pod: pod.GetName()})
+	return nil
+}
+
+func (p *classic) ctr(ev string, pod *api.PodSandbox, c *api.Container) error {
+	p.log(eventLine{Event: ev, Pod: pod.GetName(), Container: c.GetName()})
+	return nil
+}
+
+func (p *classic) Configure(_ context.Context, _, runtime, version string) (api.EventMask, error) {
+	p.log(eventLine{Event: "Configure", Detail: runtime + " " + version})
+	return 0, nil // every event implemented below
+}
+
+func (p *classic) Synchronize(_ context.Context, pods []*api.PodSandbox, ctrs []*api.Container) ([]*api.ContainerUpdate, error) {
+	p.log(eventLine{Event: "Synchronize", Pods: len(pods), Containers: len(ctrs)})
+	return nil, nil
+}
+
+func (p *classic) Shutdown(context.Context) { p.log(eventLine{Event: "Shutdown"}) }
+
+func (p *classic) RunPodSandbox(_ context.Context, pod *api.PodSandbox) error {
+	return p.pod("RunPodSandbox", pod)
+}
+
+func (p *classic) UpdatePodSandbox(_ context.Context, pod *api.PodSandbox, _, _ *api.LinuxResources) error {
+	return p.pod("UpdatePodSandbox", pod)
+}
+
+func (p *classic) PostUpdatePodSandbox(_ context.Context, pod *api.PodSandbox) error {
+	return p.pod("PostUpdatePodSandbox", pod)
+}
+
+func (p *classic) StopPodSandbox(_ context.Context, pod *api.PodSandbox) error {
+	return p.pod("StopPodSandbox", pod)
+}
+
+func (p *classic) RemovePodSandbox(_ context.Context, pod *api.PodSandbox) error {
+	return p.pod("RemovePodSandbox", pod)
+}
+
+func (p *classic) CreateContainer(_ context.Context, pod *api.PodSandbox, c *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	_ = p.ctr("CreateContainer", pod, c)
+	if p.createDelay > 0 {
+		time.Sleep(p.createDelay)
+	}
+	adj := &api.ContainerAdjustment{}
+	for _, kv := range p.env {
+		k, v, _ := strings.Cut(kv, "=")
+		adj.AddEnv(k, v)
+	}
+	for _, kv := range p.annotations {
+		k, v, _ := strings.Cut(kv, "=")
+		adj.AddAnnotation(k, v)
+	}
+	return adj, nil, nil
+}
+
+func (p *classic) PostCreateContainer(_ context.Context, pod *api.PodSandbox, c *api.Container) error {
+	return p.ctr("PostCreateContainer", pod, c)
+}
+
+func (p *classic) StartContainer(_ context.Context, pod *api.PodSandbox, c *api.Container) error {
+	return p.ctr("StartContainer", pod, c)
+}
+
+func (p *classic) PostStartContainer(_ context.Context, pod *api.PodSandbox, c *api.Container) error {
+	return p.ctr("PostStartContainer", pod, c)
+}
+
+func (p *classic) UpdateContainer(_ context.Context, pod *api.PodSandbox, c *api.Container, _ *api.LinuxResources) ([]*api.ContainerUpdate, error) {
+	return nil, p.ctr("UpdateContainer", pod, c)
+}
+
+func (p *classic) PostUpdateContainer(_ context.Context, pod *api.PodSandbox, c *api.Container) error {
+	return p.ctr("PostUpdateContainer", pod, c)
+}
+
+func (p *classic) StopContainer(_ context.Context, pod *api.PodSandbox, c *api.Container) ([]*api.ContainerUpdate, error) {
+	return nil, p.ctr("StopContainer", pod, c)
+}
+
+func (p *classic) RemoveContainer(_ context.Context, pod *api.PodSandbox, c *api.Container) error {
+	return p.ctr("RemoveContainer", pod, c)
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e-classic-plugin:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	p := &classic{}
+	socket := flag.String("socket-path", "", "classic NRI socket to connect to (required)")
+	name := flag.String("name", "classic", "plugin name")
+	idx := flag.String("idx", "10", "plugin index")
+	events := flag.String("events", "", "file to append the JSON event lines to (required)")
+	flag.Var(&p.env, "env", "K=V to inject (repeatable)")
+	flag.Var(&p.annotations, "annotation", "K=V to inject (repeatable)")
+	flag.DurationVar(&p.createDelay, "create-delay", 0, "delay of every CreateContainer")
+	flag.Parse()
+	if *socket == "" || *events == "" {
+		return errors.New("-socket-path and -events are required")
+	}
+	f, err := os.OpenFile(*events, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p.out = f
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	s, err := stub.New(p, stub.WithPluginName(*name), stub.WithPluginIdx(*idx), stub.WithSocketPath(*socket),
+		stub.WithOnClose(func() { p.log(eventLine{Event: "Closed"}) }))
+	if err != nil {
+		return err
+	}
+	if err := s.Run(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}

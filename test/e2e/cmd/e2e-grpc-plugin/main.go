@@ -1,0 +1,244 @@
+//go:build e2e
+
+// Command e2e-grpc-plugin is the gRPC plugin of the e2e suite, written with
+// the Go SDK (package plugin). It logs every request it receives as one JSON
+// line (see eventLine) and, depending on its flags, adjusts containers:
+//
+//	-env K=V, -annotation K=V, -mount SRC:DST   injected in CreateContainer
+//	-create-delay D                             slow but healthy CreateContainer
+//	-block-create NAME -blocked-marker FILE     CreateContainer of container NAME writes FILE and blocks
+//	-update-cpu-shares N                        UpdateContainer changes the target's cpu shares to N
+//	-fail-policy fail|ignore                    the failure policy it asks for
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/plugin"
+)
+
+// eventLine is one logged request; the e2e harness parses these lines.
+type eventLine struct {
+	Time       string `json:"time"`
+	Event      string `json:"event"`
+	Pod        string `json:"pod,omitempty"`
+	Container  string `json:"container,omitempty"`
+	Pods       int    `json:"pods,omitempty"`
+	Containers int    `json:"containers,omitempty"`
+	Epoch      uint64 `json:"epoch,omitempty"`
+	Detail     string `json:"detail,omitempty"`
+}
+
+type kvList []string
+
+func (l *kvList) String() string     { return strings.Join(*l, ",") }
+func (l *kvList) Set(v string) error { *l = append(*l, v); return nil }
+
+func split(kv, sep string) (string, string) {
+	k, v, _ := strings.Cut(kv, sep)
+	return k, v
+}
+
+type e2ePlugin struct {
+	mu  sync.Mutex
+	out *os.File
+
+	env, annotations, mounts kvList
+	createDelay              time.Duration
+	blockCreate, blockedFile string
+	updateCPUShares          uint64
+}
+
+func (p *e2ePlugin) log(e eventLine) {
+	e.Time = time.Now().UTC().Format(time.RFC3339Nano)
+	b, _ := json.Marshal(e)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = p.out.Write(append(b, '\n'))
+}
+
+func (p *e2ePlugin) pod(ev string, pod *nriv1beta1.PodSandbox) {
+	p.log(eventLine{Event: ev, Pod: pod.GetName()})
+}
+
+func (p *e2ePlugin) ctr(ev string, pod *nriv1beta1.PodSandbox, c *nriv1beta1.Container) {
+	p.log(eventLine{Event: ev, Pod: pod.GetName(), Container: c.GetName()})
+}
+
+func (p *e2ePlugin) Configure(_ context.Context, req *nriv1beta1.ConfigureRequest) (*nriv1beta1.ConfigureResponse, error) {
+	p.log(eventLine{Event: "Configure", Detail: req.GetRuntimeName() + " " + req.GetRuntimeVersion()})
+	return nil, nil
+}
+
+func (p *e2ePlugin) Synchronize(_ context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+	p.log(eventLine{Event: "Synchronize", Pods: len(req.GetPods()), Containers: len(req.GetContainers()), Epoch: req.GetEpoch(),
+		Detail: req.GetReason().String()})
+	return nil, nil
+}
+
+func (p *e2ePlugin) Resync(_ context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+	p.log(eventLine{Event: "Resync", Pods: len(req.GetPods()), Containers: len(req.GetContainers()), Epoch: req.GetEpoch(),
+		Detail: req.GetReason().String()})
+	return nil, nil
+}
+
+func (p *e2ePlugin) Shutdown(_ context.Context, req *nriv1beta1.ShutdownRequest) {
+	p.log(eventLine{Event: "Shutdown", Detail: req.String()})
+}
+
+func (p *e2ePlugin) RunPodSandbox(_ context.Context, req *nriv1beta1.RunPodSandboxRequest) (*nriv1beta1.RunPodSandboxResponse, error) {
+	p.pod("RunPodSandbox", req.GetPod())
+	return nil, nil
+}
+
+func (p *e2ePlugin) UpdatePodSandbox(_ context.Context, req *nriv1beta1.UpdatePodSandboxRequest) (*nriv1beta1.UpdatePodSandboxResponse, error) {
+	p.pod("UpdatePodSandbox", req.GetPod())
+	return nil, nil
+}
+
+func (p *e2ePlugin) PostUpdatePodSandbox(_ context.Context, req *nriv1beta1.PostUpdatePodSandboxRequest) (*nriv1beta1.PostUpdatePodSandboxResponse, error) {
+	p.pod("PostUpdatePodSandbox", req.GetPod())
+	return nil, nil
+}
+
+func (p *e2ePlugin) StopPodSandbox(_ context.Context, req *nriv1beta1.StopPodSandboxRequest) (*nriv1beta1.StopPodSandboxResponse, error) {
+	p.pod("StopPodSandbox", req.GetPod())
+	return nil, nil
+}
+
+func (p *e2ePlugin) RemovePodSandbox(_ context.Context, req *nriv1beta1.RemovePodSandboxRequest) (*nriv1beta1.RemovePodSandboxResponse, error) {
+	p.pod("RemovePodSandbox", req.GetPod())
+	return nil, nil
+}
+
+func (p *e2ePlugin) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+	p.ctr("CreateContainer", req.GetPod(), req.GetContainer())
+	if p.blockCreate != "" && req.GetContainer().GetName() == p.blockCreate {
+		if err := os.WriteFile(p.blockedFile, []byte(req.GetContainer().GetId()), 0o644); err != nil {
+			return nil, err
+		}
+		<-ctx.Done() // until the server gives up on the call, or the plugin is killed
+		return nil, ctx.Err()
+	}
+	if p.createDelay > 0 {
+		time.Sleep(p.createDelay) // slow but healthy: ignores cancellation, like a busy handler
+	}
+	a := plugin.NewAdjustment()
+	for _, kv := range p.env {
+		a.AddEnv(split(kv, "="))
+	}
+	for _, kv := range p.annotations {
+		a.AddAnnotation(split(kv, "="))
+	}
+	for _, m := range p.mounts {
+		src, dst := split(m, ":")
+		a.AddMount(&nriv1beta1.Mount{Source: src, Destination: dst, Type: "bind", Options: []string{"rbind", "ro"}})
+	}
+	return a.Response(), nil
+}
+
+func (p *e2ePlugin) PostCreateContainer(_ context.Context, req *nriv1beta1.PostCreateContainerRequest) (*nriv1beta1.PostCreateContainerResponse, error) {
+	p.ctr("PostCreateContainer", req.GetPod(), req.GetContainer())
+	return nil, nil
+}
+
+func (p *e2ePlugin) StartContainer(_ context.Context, req *nriv1beta1.StartContainerRequest) (*nriv1beta1.StartContainerResponse, error) {
+	p.ctr("StartContainer", req.GetPod(), req.GetContainer())
+	return nil, nil
+}
+
+func (p *e2ePlugin) PostStartContainer(_ context.Context, req *nriv1beta1.PostStartContainerRequest) (*nriv1beta1.PostStartContainerResponse, error) {
+	p.ctr("PostStartContainer", req.GetPod(), req.GetContainer())
+	return nil, nil
+}
+
+func (p *e2ePlugin) UpdateContainer(_ context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error) {
+	p.log(eventLine{Event: "UpdateContainer", Pod: req.GetPod().GetName(), Container: req.GetContainer().GetName(),
+		Detail: fmt.Sprintf("cpu.shares=%d", req.GetLinuxResources().GetCpu().GetShares().GetValue())})
+	if p.updateCPUShares == 0 {
+		return nil, nil
+	}
+	u := plugin.NewUpdate(req.GetContainer().GetId()).SetLinuxCPUShares(p.updateCPUShares)
+	return &nriv1beta1.UpdateContainerResponse{Update: []*nriv1beta1.ContainerUpdate{u.Proto()}}, nil
+}
+
+func (p *e2ePlugin) PostUpdateContainer(_ context.Context, req *nriv1beta1.PostUpdateContainerRequest) (*nriv1beta1.PostUpdateContainerResponse, error) {
+	p.ctr("PostUpdateContainer", req.GetPod(), req.GetContainer())
+	return nil, nil
+}
+
+func (p *e2ePlugin) StopContainer(_ context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.StopContainerResponse, error) {
+	p.ctr("StopContainer", req.GetPod(), req.GetContainer())
+	return nil, nil
+}
+
+func (p *e2ePlugin) RemoveContainer(_ context.Context, req *nriv1beta1.RemoveContainerRequest) (*nriv1beta1.RemoveContainerResponse, error) {
+	p.ctr("RemoveContainer", req.GetPod(), req.GetContainer())
+	return nil, nil
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e-grpc-plugin:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	p := &e2ePlugin{}
+	std := plugin.Flags{}
+	std.Register(flag.CommandLine)
+	events := flag.String("events", "", "file to append the JSON event lines to (required)")
+	flag.Var(&p.env, "env", "K=V to inject (repeatable)")
+	flag.Var(&p.annotations, "annotation", "K=V to inject (repeatable)")
+	flag.Var(&p.mounts, "mount", "SRC:DST read-only bind mount to inject (repeatable)")
+	flag.DurationVar(&p.createDelay, "create-delay", 0, "delay of every CreateContainer")
+	flag.StringVar(&p.blockCreate, "block-create", "", "container name whose CreateContainer blocks")
+	flag.StringVar(&p.blockedFile, "blocked-marker", "", "file written when CreateContainer blocks")
+	flag.Uint64Var(&p.updateCPUShares, "update-cpu-shares", 0, "cpu shares UpdateContainer sets on its target (0: none)")
+	failPolicy := flag.String("fail-policy", "", "failure policy to ask for: fail or ignore (default: the server's)")
+	flag.Parse()
+	if *events == "" {
+		return errors.New("-events is required")
+	}
+	f, err := os.OpenFile(*events, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p.out = f
+
+	opts := append(std.Options(), plugin.WithResync(), plugin.WithBackoff(50*time.Millisecond, time.Second),
+		plugin.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	switch *failPolicy {
+	case "":
+	case "fail":
+		opts = append(opts, plugin.WithFailurePolicy(&nriv1beta1.FailurePolicy{FailRequest: true}))
+	case "ignore":
+		opts = append(opts, plugin.WithFailurePolicy(&nriv1beta1.FailurePolicy{}))
+	default:
+		return fmt.Errorf("-fail-policy %q: want fail or ignore", *failPolicy)
+	}
+	pl, err := plugin.New(p, opts...)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := pl.Run(ctx); err != nil && !errors.Is(err, plugin.ErrReplaced) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
