@@ -103,81 +103,46 @@ func (m *resMerge) res() *nriv1beta1.LinuxResources {
 	return nil
 }
 
+// mergeOptional handles one optional (wrapper) resource field: it claims
+// the field, writes the value into the merged resources and the mirror
+// reply, and records the change.
+func mergeOptional[T any](m *resMerge, field nriv1beta1.Field, v *T, set func(*nriv1beta1.LinuxResources, *T), render func(*T) string) (bool, error) {
+	if v == nil {
+		return false, nil
+	}
+	w, err := m.claim(field)
+	if !w {
+		return false, err
+	}
+	m.touch()
+	set(m.dst, v)
+	if r := m.res(); r != nil {
+		set(r, v)
+	}
+	if m.rec.on() {
+		m.note(field, "", render(v))
+	}
+	return true, nil
+}
+
 // i64 handles one optional int64 memory or cpu field.
 func (m *resMerge) i64(field nriv1beta1.Field, v *wrapperspb.Int64Value, set func(*nriv1beta1.LinuxResources, *wrapperspb.Int64Value)) (bool, error) {
-	if v == nil {
-		return false, nil
-	}
-	w, err := m.claim(field)
-	if !w {
-		return false, err
-	}
-	m.touch()
-	set(m.dst, v)
-	if r := m.res(); r != nil {
-		set(r, v)
-	}
-	if m.rec.on() {
-		m.note(field, "", i64(v))
-	}
-	return true, nil
+	return mergeOptional(m, field, v, set, i64)
 }
 
+// u64 handles one optional uint64 memory or cpu field.
 func (m *resMerge) u64(field nriv1beta1.Field, v *wrapperspb.UInt64Value, set func(*nriv1beta1.LinuxResources, *wrapperspb.UInt64Value)) (bool, error) {
-	if v == nil {
-		return false, nil
-	}
-	w, err := m.claim(field)
-	if !w {
-		return false, err
-	}
-	m.touch()
-	set(m.dst, v)
-	if r := m.res(); r != nil {
-		set(r, v)
-	}
-	if m.rec.on() {
-		m.note(field, "", u64(v))
-	}
-	return true, nil
+	return mergeOptional(m, field, v, set, u64)
 }
 
+// bool handles one optional bool memory field.
 func (m *resMerge) bool(field nriv1beta1.Field, v *wrapperspb.BoolValue, set func(*nriv1beta1.LinuxResources, *wrapperspb.BoolValue)) (bool, error) {
-	if v == nil {
-		return false, nil
-	}
-	w, err := m.claim(field)
-	if !w {
-		return false, err
-	}
-	m.touch()
-	set(m.dst, v)
-	if r := m.res(); r != nil {
-		set(r, v)
-	}
-	if m.rec.on() {
-		m.note(field, "", bln(v))
-	}
-	return true, nil
+	return mergeOptional(m, field, v, set, bln)
 }
 
+// str handles one optional string field (blockio and RDT class).
 func (m *resMerge) str(field nriv1beta1.Field, v *wrapperspb.StringValue, set func(*nriv1beta1.LinuxResources, *wrapperspb.StringValue)) (bool, error) {
-	if v == nil {
-		return false, nil
-	}
-	w, err := m.claim(field)
-	if !w {
-		return false, err
-	}
-	m.touch()
-	set(m.dst, v)
-	if r := m.res(); r != nil {
-		set(r, v)
-	}
-	if m.rec.on() {
-		m.note(field, "", str(v))
-	}
-	return true, nil
+	return mergeOptional(m, field, v, set, str)
 }
 
 func (m *resMerge) cpuset(field nriv1beta1.Field, v string, set func(*nriv1beta1.LinuxResources, string)) (bool, error) {
