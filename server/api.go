@@ -177,10 +177,8 @@ func (s *Server) mayValidate(req *nriv1beta1.CreateContainerRequest) bool {
 		return true
 	}
 	for _, sl := range *s.order.Load() {
-		for _, p := range sl.plugins() {
-			if p.mask&evValidate.mask() != 0 {
-				return true
-			}
+		if sl.subscribed(evValidate.mask()) {
+			return true
 		}
 	}
 	_, annotated, err := s.validator.Required(req.Pod, req.Container)

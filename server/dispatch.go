@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -40,14 +41,10 @@ func (s *Server) checkRequired(ev *eventInfo) error {
 	if len(req) == 0 {
 		return nil
 	}
-	present := map[string]bool{}
-	for _, sl := range *s.order.Load() {
-		present[sl.full] = true
-		present[sl.full[3:]] = true
-	}
+	order := *s.order.Load()
 	var missing []string
 	for _, name := range req {
-		if !present[name] {
+		if !slices.ContainsFunc(order, func(sl *slot) bool { return sl.full == name || sl.full[3:] == name }) {
 			missing = append(missing, name)
 		}
 	}

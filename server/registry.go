@@ -46,6 +46,14 @@ func (sl *slot) plugins() []*plugin {
 	return out
 }
 
+// subscribed reports whether an instance of the slot receives the events
+// of mask.
+func (sl *slot) subscribed(mask uint32) bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return (sl.current != nil && sl.current.mask&mask != 0) || (sl.pending != nil && sl.pending.mask&mask != 0)
+}
+
 // target returns the instance an event goes to, waiting for a pending
 // instance to finish synchronizing first (the registration cut): events after
 // the cut must reach the new instance, which has not seen them in its
