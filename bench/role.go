@@ -26,6 +26,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/bridge"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/server"
@@ -250,7 +251,7 @@ func runGRPCPlugin(args []string) error {
 	}
 	p := &grpcPlugin{ctl: c, events: int32(f.events)}
 	p.annotation, p.env = adjustKey(f.idx)
-	g := grpc.NewServer(codec.ServerOption())
+	g := grpc.NewServer(append(flowctl.ServerOptions(), codec.ServerOption())...)
 	nriv1beta1.RegisterPluginServiceServer(g, p)
 	go func() { _ = g.Serve(lis) }()
 	defer g.Stop()
@@ -258,7 +259,7 @@ func runGRPCPlugin(args []string) error {
 	if err := c.waitGo(); err != nil {
 		return err
 	}
-	cc, err := grpc.NewClient("unix://"+*serverSock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+	cc, err := grpc.NewClient("unix://"+*serverSock, append(flowctl.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())...)
 	if err != nil {
 		return err
 	}
@@ -432,7 +433,7 @@ func runNrid(args []string) error {
 	if err != nil {
 		return err
 	}
-	g := grpc.NewServer(grpc.Creds(peercred.Credentials{}), codec.ServerOption())
+	g := grpc.NewServer(append(flowctl.ServerOptions(), grpc.Creds(peercred.Credentials{}), codec.ServerOption())...)
 	nriv1beta1.RegisterRuntimeServiceServer(g, srv.RuntimeService())
 	nriv1beta1.RegisterAdaptationServiceServer(g, srv.AdaptationService())
 	go func() { _ = g.Serve(lis) }()

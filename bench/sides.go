@@ -18,6 +18,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/server"
@@ -247,7 +248,7 @@ func newGRPCRT(e *env, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Contain
 	if err != nil {
 		return nil, err
 	}
-	r.g = grpc.NewServer(grpc.Creds(peercred.Credentials{}), codec.ServerOption())
+	r.g = grpc.NewServer(append(flowctl.ServerOptions(), grpc.Creds(peercred.Credentials{}), codec.ServerOption())...)
 	nriv1beta1.RegisterRuntimeServiceServer(r.g, srv.RuntimeService())
 	nriv1beta1.RegisterAdaptationServiceServer(r.g, srv.AdaptationService())
 	go func() { _ = r.g.Serve(lis) }()
@@ -300,7 +301,7 @@ func (r *grpcRT) addPlugins(k int, events uint32) error {
 // that does not embed the server.
 func (r *grpcRT) adaptation() (nriv1beta1.AdaptationServiceClient, error) {
 	if r.asConn == nil {
-		cc, err := grpc.NewClient("unix://"+r.sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+		cc, err := grpc.NewClient("unix://"+r.sock, append(flowctl.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())...)
 		if err != nil {
 			return nil, err
 		}

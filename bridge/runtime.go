@@ -320,12 +320,13 @@ func (h *classicHandlers) notified(event string, errs []*nriv1beta1.PluginError,
 }
 
 func (h *classicHandlers) RunPodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
-	bp, err := podReq(pod)
+	ctx, req, err := podRequest(ctx, pod, func(p *nriv1beta1.PodSandbox) *nriv1beta1.RunPodSandboxRequest {
+		return &nriv1beta1.RunPodSandboxRequest{Pod: p}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	return h.r.srv.RunPodSandbox(ctx, &nriv1beta1.RunPodSandboxRequest{Pod: bp})
+	return h.r.srv.RunPodSandbox(h.r.budget(ctx), req)
 }
 
 func (h *classicHandlers) UpdatePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox, overhead, res *v1alpha1.LinuxResources) error {
@@ -349,44 +350,48 @@ func (h *classicHandlers) UpdatePodSandbox(ctx context.Context, pod *v1alpha1.Po
 }
 
 func (h *classicHandlers) PostUpdatePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
-	bp, err := podReq(pod)
+	ctx, req, err := podRequest(ctx, pod, func(p *nriv1beta1.PodSandbox) *nriv1beta1.PostUpdatePodSandboxRequest {
+		return &nriv1beta1.PostUpdatePodSandboxRequest{Pod: p}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	errs, err := h.r.srv.PostUpdatePodSandbox(ctx, &nriv1beta1.PostUpdatePodSandboxRequest{Pod: bp})
+	errs, err := h.r.srv.PostUpdatePodSandbox(h.r.budget(ctx), req)
 	return h.notified("PostUpdatePodSandbox", errs, err)
 }
 
 func (h *classicHandlers) StopPodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
-	bp, err := podReq(pod)
+	ctx, req, err := podRequest(ctx, pod, func(p *nriv1beta1.PodSandbox) *nriv1beta1.StopPodSandboxRequest {
+		return &nriv1beta1.StopPodSandboxRequest{Pod: p}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	errs, err := h.r.srv.StopPodSandbox(ctx, &nriv1beta1.StopPodSandboxRequest{Pod: bp})
+	errs, err := h.r.srv.StopPodSandbox(h.r.budget(ctx), req)
 	return h.notified("StopPodSandbox", errs, err)
 }
 
 func (h *classicHandlers) RemovePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
-	bp, err := podReq(pod)
+	ctx, req, err := podRequest(ctx, pod, func(p *nriv1beta1.PodSandbox) *nriv1beta1.RemovePodSandboxRequest {
+		return &nriv1beta1.RemovePodSandboxRequest{Pod: p}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	errs, err := h.r.srv.RemovePodSandbox(ctx, &nriv1beta1.RemovePodSandboxRequest{Pod: bp})
+	errs, err := h.r.srv.RemovePodSandbox(h.r.budget(ctx), req)
 	return h.notified("RemovePodSandbox", errs, err)
 }
 
 // CreateContainer answers as one plugin: the server's merged adjustment and
 // one update per other container.
 func (h *classicHandlers) CreateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) (*v1alpha1.ContainerAdjustment, []*v1alpha1.ContainerUpdate, error) {
-	bp, bc, err := ctrReq(pod, ctr)
+	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.CreateContainerRequest {
+		return &nriv1beta1.CreateContainerRequest{Pod: p, Container: c}
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx = h.r.budget(ctx)
-	rsp, err := h.r.srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: bp, Container: bc})
+	rsp, err := h.r.srv.CreateContainer(h.r.budget(ctx), req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -416,31 +421,34 @@ func alphaUpdates(in []*nriv1beta1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate
 }
 
 func (h *classicHandlers) PostCreateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	bp, bc, err := ctrReq(pod, ctr)
+	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.PostCreateContainerRequest {
+		return &nriv1beta1.PostCreateContainerRequest{Pod: p, Container: c}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	errs, err := h.r.srv.PostCreateContainer(ctx, &nriv1beta1.PostCreateContainerRequest{Pod: bp, Container: bc})
+	errs, err := h.r.srv.PostCreateContainer(h.r.budget(ctx), req)
 	return h.notified("PostCreateContainer", errs, err)
 }
 
 func (h *classicHandlers) StartContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	bp, bc, err := ctrReq(pod, ctr)
+	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.StartContainerRequest {
+		return &nriv1beta1.StartContainerRequest{Pod: p, Container: c}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	return h.r.srv.StartContainer(ctx, &nriv1beta1.StartContainerRequest{Pod: bp, Container: bc})
+	return h.r.srv.StartContainer(h.r.budget(ctx), req)
 }
 
 func (h *classicHandlers) PostStartContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	bp, bc, err := ctrReq(pod, ctr)
+	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.PostStartContainerRequest {
+		return &nriv1beta1.PostStartContainerRequest{Pod: p, Container: c}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	errs, err := h.r.srv.PostStartContainer(ctx, &nriv1beta1.PostStartContainerRequest{Pod: bp, Container: bc})
+	errs, err := h.r.srv.PostStartContainer(h.r.budget(ctx), req)
 	return h.notified("PostStartContainer", errs, err)
 }
 
@@ -479,22 +487,24 @@ func (h *classicHandlers) UpdateContainer(ctx context.Context, pod *v1alpha1.Pod
 }
 
 func (h *classicHandlers) PostUpdateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	bp, bc, err := ctrReq(pod, ctr)
+	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.PostUpdateContainerRequest {
+		return &nriv1beta1.PostUpdateContainerRequest{Pod: p, Container: c}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	errs, err := h.r.srv.PostUpdateContainer(ctx, &nriv1beta1.PostUpdateContainerRequest{Pod: bp, Container: bc})
+	errs, err := h.r.srv.PostUpdateContainer(h.r.budget(ctx), req)
 	return h.notified("PostUpdateContainer", errs, err)
 }
 
 func (h *classicHandlers) StopContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) ([]*v1alpha1.ContainerUpdate, error) {
-	bp, bc, err := ctrReq(pod, ctr)
+	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.StopContainerRequest {
+		return &nriv1beta1.StopContainerRequest{Pod: p, Container: c}
+	})
 	if err != nil {
 		return nil, err
 	}
-	ctx = h.r.budget(ctx)
-	rsp, err := h.r.srv.StopContainer(ctx, &nriv1beta1.StopContainerRequest{Pod: bp, Container: bc})
+	rsp, err := h.r.srv.StopContainer(h.r.budget(ctx), req)
 	if err != nil {
 		_ = h.notified("StopContainer", nil, err)
 		return nil, nil
@@ -504,12 +514,13 @@ func (h *classicHandlers) StopContainer(ctx context.Context, pod *v1alpha1.PodSa
 }
 
 func (h *classicHandlers) RemoveContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	bp, bc, err := ctrReq(pod, ctr)
+	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.RemoveContainerRequest {
+		return &nriv1beta1.RemoveContainerRequest{Pod: p, Container: c}
+	})
 	if err != nil {
 		return err
 	}
-	ctx = h.r.budget(ctx)
-	errs, err := h.r.srv.RemoveContainer(ctx, &nriv1beta1.RemoveContainerRequest{Pod: bp, Container: bc})
+	errs, err := h.r.srv.RemoveContainer(h.r.budget(ctx), req)
 	return h.notified("RemoveContainer", errs, err)
 }
 

@@ -22,6 +22,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/apidesc"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 )
@@ -237,11 +238,12 @@ func (p *Plugin) dial() (*grpc.ClientConn, error) {
 	} else {
 		creds = credentials.NewTLS(p.opts.tlsDial.Clone())
 	}
-	cc, err := grpc.NewClient(p.server.String(),
+	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		codec.DialOption(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(defaultMaxMessageSize)),
-	)
+	}, flowctl.DialOptions()...)
+	cc, err := grpc.NewClient(p.server.String(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", p.server, err)
 	}
@@ -270,14 +272,14 @@ func (p *Plugin) newServer() (*grpc.Server, *health.Server, error) {
 		creds = credentials.NewTLS(cfg)
 	}
 	max := p.maxMessageSize() + 64<<10
-	srv := grpc.NewServer(
+	srv := grpc.NewServer(append([]grpc.ServerOption{
 		grpc.Creds(creds),
 		codec.ServerOption(),
 		grpc.MaxRecvMsgSize(max),
 		grpc.MaxSendMsgSize(max),
 		grpc.ChainUnaryInterceptor(p.unaryInterceptor),
 		grpc.ChainStreamInterceptor(p.streamInterceptor),
-	)
+	}, flowctl.ServerOptions()...)...)
 	nriv1beta1.RegisterPluginServiceServer(srv, &service{p: p})
 	hs := health.NewServer()
 	setHealth(hs, healthpb.HealthCheckResponse_NOT_SERVING)

@@ -136,14 +136,7 @@ func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateCont
 			opts = append(opts, merge.WithoutPristine())
 		}
 		m := merge.NewCreate(req, opts...)
-		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
-			changed, err := m.Apply(p.full, rsp.(*nriv1beta1.CreateContainerResponse), changes)
-			if err != nil {
-				return false, mergeError(evCreateContainer, p, err)
-			}
-			return changed, nil
-		}
-		if _, err := s.dispatch(ctx, evCreateContainer, req, newRsp[nriv1beta1.CreateContainerResponse](), apply, rec); err != nil {
+		if _, err := s.dispatch(ctx, evCreateContainer, req, newRsp[nriv1beta1.CreateContainerResponse](), createApply(m, req), rec); err != nil {
 			return err
 		}
 		out = m.Result()
@@ -342,14 +335,7 @@ func (s *Server) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateCont
 	var out *nriv1beta1.AdaptationServiceUpdateContainerResponse
 	err := s.event(ctx, evUpdateContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
 		m := merge.NewUpdate(req)
-		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
-			changed, err := m.Apply(p.full, rsp.(*nriv1beta1.UpdateContainerResponse), changes)
-			if err != nil {
-				return false, mergeError(evUpdateContainer, p, err)
-			}
-			return changed, nil
-		}
-		if _, err := s.dispatch(ctx, evUpdateContainer, req, newRsp[nriv1beta1.UpdateContainerResponse](), apply, rec); err != nil {
+		if _, err := s.dispatch(ctx, evUpdateContainer, req, newRsp[nriv1beta1.UpdateContainerResponse](), updateApply(m), rec); err != nil {
 			return err
 		}
 		out = m.Result()
@@ -380,7 +366,7 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 	err := s.event(ctx, evStopContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
 		m := merge.NewStop(req)
 		var mergeErrs []*nriv1beta1.PluginError
-		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
+		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, []byte, error) {
 			if _, err := m.Apply(p.full, rsp.(*nriv1beta1.StopContainerResponse), changes); err != nil {
 				// A teardown event goes on: the conflicting update is dropped.
 				mergeErrs = append(mergeErrs, &nriv1beta1.PluginError{
@@ -388,7 +374,7 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 					Code:   int32(codes.FailedPrecondition), Message: err.Error(),
 				})
 			}
-			return false, nil
+			return false, nil, nil
 		}
 		errs, err := s.dispatch(ctx, evStopContainer, req, newRsp[nriv1beta1.StopContainerResponse](), apply, rec)
 		out = m.Result()

@@ -18,7 +18,12 @@ import (
 // applyFunc merges one plugin's answer into the event's result. changed
 // reports whether the request the next plugin sees was modified; changes,
 // when not nil, collects the fields the plugin changed for the record.
-type applyFunc func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (changed bool, err error)
+//
+// delta, when not nil, is the change encoded as a message of the request's
+// type holding only what protobuf's merging of concatenated encodings
+// applies exactly (see additiveDelta): appended to the request's encoding
+// before the change, it encodes the request after it.
+type applyFunc func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (changed bool, delta []byte, err error)
 
 // event runs one event: it holds the registration cut shared and the pod's
 // lock for the whole dispatch, and records it.
@@ -74,7 +79,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		}
 	}
 	var (
-		raw  []byte // req encoded, valid until a plugin changes it
+		raw  = encodedFor(ctx, req) // req encoded, kept up to date as plugins change it
 		errs []*nriv1beta1.PluginError
 	)
 	for _, sl := range *s.order.Load() {
@@ -140,13 +145,20 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 				changes = &pc.Changes
 			}
 			changed := false
+			var delta []byte
 			if apply != nil {
-				changed, err = apply(p, rsp, changes)
+				changed, delta, err = apply(p, rsp, changes)
 			}
 			if err == nil {
 				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_OK, d, pc, nil)
 				if changed {
-					raw = nil
+					if delta != nil && raw != nil {
+						// Appending never rewrites the bytes the finished
+						// call sent: raw is clipped or our own.
+						raw = append(raw, delta...)
+					} else {
+						raw = nil
+					}
 				}
 				continue
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server/merge"
@@ -26,14 +25,7 @@ func (s *Server) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nr
 	case nriv1beta1.Event_EVENT_CREATE_CONTAINER:
 		creq := &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr, DryRun: true}
 		m := merge.NewCreate(creq)
-		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
-			changed, err := m.Apply(p.full, rsp.(*nriv1beta1.CreateContainerResponse), changes)
-			if err != nil {
-				return false, mergeError(evCreateContainer, p, err)
-			}
-			return changed, nil
-		}
-		_, err = s.dispatchTo(ctx, evCreateContainer, creq, newRsp[nriv1beta1.CreateContainerResponse](), apply, rec, &out.NotEvaluated)
+		_, err = s.dispatchTo(ctx, evCreateContainer, creq, newRsp[nriv1beta1.CreateContainerResponse](), createApply(m, creq), rec, &out.NotEvaluated)
 		if err == nil {
 			res := m.Result()
 			out.Adjust, out.Update, out.Evict = res.Adjust, res.Update, res.Evict
@@ -41,14 +33,7 @@ func (s *Server) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nr
 	case nriv1beta1.Event_EVENT_UPDATE_CONTAINER:
 		ureq := &nriv1beta1.UpdateContainerRequest{Pod: pod, Container: ctr, LinuxResources: req.GetLinuxResources().CloneVT(), DryRun: true}
 		m := merge.NewUpdate(ureq)
-		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, error) {
-			changed, err := m.Apply(p.full, rsp.(*nriv1beta1.UpdateContainerResponse), changes)
-			if err != nil {
-				return false, mergeError(evUpdateContainer, p, err)
-			}
-			return changed, nil
-		}
-		_, err = s.dispatchTo(ctx, evUpdateContainer, ureq, newRsp[nriv1beta1.UpdateContainerResponse](), apply, rec, &out.NotEvaluated)
+		_, err = s.dispatchTo(ctx, evUpdateContainer, ureq, newRsp[nriv1beta1.UpdateContainerResponse](), updateApply(m), rec, &out.NotEvaluated)
 		if err == nil {
 			res := m.Result()
 			out.Update, out.Evict, out.LinuxResources = res.Update, res.Evict, res.LinuxResources

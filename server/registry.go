@@ -19,6 +19,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/version"
 )
@@ -529,7 +530,8 @@ func (s *Server) dialPlugin(endpoint string, uid uint32) (conn, error) {
 		grpc.WithIdleTimeout(0),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(s.opts.maxMessageSize), grpc.MaxCallRecvMsgSize(s.opts.maxMessageSize)),
 		codec.DialOption(),
-	}, s.opts.dialOptions...)
+	}, flowctl.DialOptions()...)
+	opts = append(opts, s.opts.dialOptions...)
 	cc, err := grpc.NewClient("unix://"+path, opts...)
 	if err != nil {
 		return nil, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",

@@ -35,6 +35,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/version"
@@ -105,7 +106,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gs := grpc.NewServer(grpc.Creds(peercred.Credentials{}), codec.ServerOption())
+	gs := grpc.NewServer(append(flowctl.ServerOptions(), grpc.Creds(peercred.Credentials{}), codec.ServerOption())...)
 	nriv1beta1.RegisterRuntimeServiceServer(gs, srv.RuntimeService())
 	nriv1beta1.RegisterAdaptationServiceServer(gs, srv.AdaptationService())
 	go func() { _ = gs.Serve(lis) }()
@@ -149,7 +150,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	records := make(chan *nriv1beta1.DispatchRecord, 64)
 	stop := srv.Watch(64, func(r *nriv1beta1.DispatchRecord) { records <- r })
 	defer stop()
-	cc, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+	cc, err := grpc.NewClient("unix://"+sock, append(flowctl.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())...)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/auth"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/config"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/metrics"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/policy"
@@ -134,6 +135,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 		grpc.MaxRecvMsgSize(s.MaxMessageSize),
 		grpc.MaxSendMsgSize(s.MaxMessageSize),
 	}
+	common = append(common, flowctl.ServerOptions()...)
 	// Tracing's stats handler first: it sees every call, refused ones too.
 	common = append(common, d.tracer.ServerOptions()...)
 	common = append(common, chain...)

@@ -24,6 +24,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 )
 
 // Call is one call a plugin received.
@@ -172,11 +173,11 @@ func (p *Plugin) Start(ctx context.Context, serverSocket, pluginDir string) (*nr
 	if err != nil {
 		return nil, err
 	}
-	p.srv = grpc.NewServer(append([]grpc.ServerOption{codec.ServerOption()}, p.ServerOptions...)...)
+	p.srv = grpc.NewServer(append(append([]grpc.ServerOption{codec.ServerOption()}, flowctl.ServerOptions()...), p.ServerOptions...)...)
 	nriv1beta1.RegisterPluginServiceServer(p.srv, &service{p: p})
 	go func() { _ = p.srv.Serve(lis) }()
 
-	cc, err := grpc.NewClient("unix://"+serverSocket, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+	cc, err := grpc.NewClient("unix://"+serverSocket, append(flowctl.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())...)
 	if err != nil {
 		p.srv.Stop()
 		return nil, err

@@ -37,6 +37,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/plugin"
@@ -141,7 +142,7 @@ func New(t testing.TB, opts ...Option) *Env {
 		_ = os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	cc, err := grpc.NewClient("unix://"+e.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+	cc, err := grpc.NewClient("unix://"+e.Socket, append(flowctl.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func (e *Env) startServer() error {
 	if err != nil {
 		return err
 	}
-	gs := grpc.NewServer(grpc.Creds(peercred.Credentials{}), codec.ServerOption())
+	gs := grpc.NewServer(append(flowctl.ServerOptions(), grpc.Creds(peercred.Credentials{}), codec.ServerOption())...)
 	nriv1beta1.RegisterRuntimeServiceServer(gs, srv.RuntimeService())
 	nriv1beta1.RegisterAdaptationServiceServer(gs, srv.AdaptationService())
 	go func() { _ = gs.Serve(lis) }()
