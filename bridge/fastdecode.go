@@ -21,10 +21,20 @@ type vtDecoder interface {
 	UnmarshalVT([]byte) error
 }
 
+// unsafeDecoder is a v1beta1 message with vtprotobuf's aliasing decoder.
+type unsafeDecoder interface {
+	vtDecoder
+	UnmarshalVTUnsafe([]byte) error
+}
+
 // fastMsg makes proto.Unmarshal (what ttrpc's codec calls) use the
 // message's UnmarshalVT: its reflection is the message's own, with a fast
-// Unmarshal method. With raw set, it also keeps the bytes it decoded (ttrpc
-// hands over a payload of the call's own, never reused).
+// Unmarshal method. With raw set, it keeps the bytes it decoded and decodes
+// with UnmarshalVTUnsafe, whose strings point into those bytes instead of
+// being copied one by one: ttrpc hands every call a payload of its own
+// (a copy made when it decodes its Request envelope) that nothing reuses or
+// writes, and the server never writes into a handed-over encoding
+// (server.WithEncodedRequest).
 type fastMsg struct {
 	m   vtDecoder
 	raw *[]byte
@@ -40,8 +50,9 @@ type fastReflect struct {
 func (r fastReflect) ProtoMethods() *protoiface.Methods {
 	return &protoiface.Methods{
 		Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
-			if r.f.raw != nil {
+			if u, ok := r.f.m.(unsafeDecoder); ok && r.f.raw != nil {
 				*r.f.raw = in.Buf
+				return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, u.UnmarshalVTUnsafe(in.Buf)
 			}
 			return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, r.f.m.UnmarshalVT(in.Buf)
 		},
@@ -56,7 +67,7 @@ func (r fastReflect) ProtoMethods() *protoiface.Methods {
 // first gRPC plugin is sent the runtime's own encoding: one decode and no
 // encode on nrid's way in. UpdateContainer and UpdatePodSandbox are not
 // among them: their answers need the classic arguments.
-func directRequest(method string) vtDecoder {
+func directRequest(method string) unsafeDecoder {
 	switch method {
 	case "RunPodSandbox":
 		return &nriv1beta1.RunPodSandboxRequest{}

@@ -366,7 +366,7 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 	err := s.event(ctx, evStopContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
 		m := merge.NewStop(req)
 		var mergeErrs []*nriv1beta1.PluginError
-		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, []byte, error) {
+		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, _ bool) (bool, []byte, error) {
 			if _, err := m.Apply(p.full, rsp.(*nriv1beta1.StopContainerResponse), changes); err != nil {
 				// A teardown event goes on: the conflicting update is dropped.
 				mergeErrs = append(mergeErrs, &nriv1beta1.PluginError{

@@ -66,9 +66,12 @@ func additiveDelta(ctr *nriv1beta1.Container, adj *nriv1beta1.ContainerAdjustmen
 // createApply merges CreateContainer answers into req with m, and encodes
 // the change as a delta where it can.
 func createApply(m *merge.Create, req *nriv1beta1.CreateContainerRequest) applyFunc {
-	return func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, []byte, error) {
+	return func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, wantDelta bool) (bool, []byte, error) {
 		r := rsp.(*nriv1beta1.CreateContainerResponse)
-		delta := additiveDelta(req.Container, r.GetAdjust())
+		var delta []byte
+		if wantDelta {
+			delta = additiveDelta(req.Container, r.GetAdjust())
+		}
 		changed, err := m.Apply(p.full, r, changes)
 		if err != nil {
 			return false, nil, mergeError(evCreateContainer, p, err)
@@ -79,7 +82,7 @@ func createApply(m *merge.Create, req *nriv1beta1.CreateContainerRequest) applyF
 
 // updateApply merges UpdateContainer answers with m.
 func updateApply(m *merge.Update) applyFunc {
-	return func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (bool, []byte, error) {
+	return func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, _ bool) (bool, []byte, error) {
 		changed, err := m.Apply(p.full, rsp.(*nriv1beta1.UpdateContainerResponse), changes)
 		if err != nil {
 			return false, nil, mergeError(evUpdateContainer, p, err)

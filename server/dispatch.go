@@ -23,7 +23,24 @@ import (
 // type holding only what protobuf's merging of concatenated encodings
 // applies exactly (see additiveDelta): appended to the request's encoding
 // before the change, it encodes the request after it.
-type applyFunc func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange) (changed bool, delta []byte, err error)
+// It is asked for only when wantDelta is set.
+type applyFunc func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, wantDelta bool) (changed bool, delta []byte, err error)
+
+// laterRemote reports whether a plugin of the slots, as registered now,
+// subscribes to ev over gRPC.
+func laterRemote(slots []*slot, ev *eventInfo) bool {
+	for _, sl := range slots {
+		sl.mu.Lock()
+		cur, pend := sl.current, sl.pending
+		sl.mu.Unlock()
+		for _, p := range [2]*plugin{cur, pend} {
+			if p != nil && p.mask&ev.mask() != 0 && p.c.remote() {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // event runs one event: it holds the registration cut shared and the pod's
 // lock for the whole dispatch, and records it.
@@ -82,7 +99,8 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		raw  = encodedFor(ctx, req) // req encoded, kept up to date as plugins change it
 		errs []*nriv1beta1.PluginError
 	)
-	for _, sl := range *s.order.Load() {
+	order := *s.order.Load()
+	for i, sl := range order {
 		p := sl.target(ctx)
 		if p == nil || p.mask&ev.mask() == 0 {
 			continue
@@ -147,7 +165,9 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			changed := false
 			var delta []byte
 			if apply != nil {
-				changed, delta, err = apply(p, rsp, changes)
+				// A delta is worth making only for a later plugin that
+				// takes the encoding.
+				changed, delta, err = apply(p, rsp, changes, raw != nil && laterRemote(order[i+1:], ev))
 			}
 			if err == nil {
 				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_OK, d, pc, nil)
