@@ -38,20 +38,15 @@ func additiveDelta(ctr *nriv1beta1.Container, adj *nriv1beta1.ContainerAdjustmen
 	}
 	var env []string
 	if len(adj.Env) > 0 {
-		have := make(map[string]struct{}, len(ctr.Env)+len(adj.Env))
-		for _, e := range ctr.Env {
-			name, _, _ := strings.Cut(e, "=")
-			have[name] = struct{}{}
-		}
 		env = make([]string, 0, len(adj.Env))
-		for _, kv := range adj.Env {
+		for i, kv := range adj.Env {
 			if kv == nil {
 				continue // the merge skips empty entries too
 			}
-			if _, dup := have[kv.Key]; dup || strings.HasPrefix(kv.Key, "-") {
+			if strings.HasPrefix(kv.Key, "-") || slices.ContainsFunc(ctr.Env, func(e string) bool { return envName(e) == kv.Key }) ||
+				slices.ContainsFunc(adj.Env[:i], func(o *nriv1beta1.KeyValue) bool { return o != nil && o.Key == kv.Key }) {
 				return nil
 			}
-			have[kv.Key] = struct{}{}
 			env = append(env, kv.Key+"="+kv.Value)
 		}
 	}
@@ -61,6 +56,12 @@ func additiveDelta(ctr *nriv1beta1.Container, adj *nriv1beta1.ContainerAdjustmen
 		return nil
 	}
 	return b
+}
+
+// envName returns the name of an environment entry ("NAME=value").
+func envName(e string) string {
+	name, _, _ := strings.Cut(e, "=")
+	return name
 }
 
 // createApply merges CreateContainer answers into req with m, and encodes

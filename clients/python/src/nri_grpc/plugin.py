@@ -49,6 +49,10 @@ METADATA_INSTANCE_ID = "nri-instance-id"
 
 _ERROR_DOMAIN = "nri.v1beta1"
 _DEFAULT_MAX_MESSAGE_SIZE = 4 << 20
+# No bandwidth-delay-product probing: on NRI's small one-at-a-time calls over
+# a unix socket it only adds a PING and its answer to every message
+# (docs/PROTOCOL.md, "Transport settings").
+_TRANSPORT_OPTIONS = [("grpc.http2.bdp_probe", 0)]
 _MAX_SOCKET_PATH = 107
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-")
 _PLUGIN_SERVICE = "nri.v1beta1.PluginService"
@@ -625,7 +629,7 @@ class Plugin:
                 )
         channel = grpc.aio.insecure_channel(
             "unix://" + self._server_path,
-            options=[("grpc.max_receive_message_length", _DEFAULT_MAX_MESSAGE_SIZE)],
+            options=[("grpc.max_receive_message_length", _DEFAULT_MAX_MESSAGE_SIZE), *_TRANSPORT_OPTIONS],
         )
         s = _Session(channel=channel)
         self._pending, self._shutdown, self._sync = s, None, None
@@ -691,6 +695,7 @@ class Plugin:
                 ("grpc.max_receive_message_length", max_size),
                 ("grpc.max_send_message_length", max_size),
                 ("grpc.so_reuseport", 0),
+                *_TRANSPORT_OPTIONS,
             ]
         )
         ps_grpc.add_PluginServiceServicer_to_server(_Servicer(self), server)
