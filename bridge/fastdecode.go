@@ -3,60 +3,23 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"path"
+	"time"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
-	"github.com/containerd/ttrpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/runtime/protoiface"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
-// vtDecoder is a message with a vtprotobuf decoder (both API versions).
-type vtDecoder interface {
-	proto.Message
-	UnmarshalVT([]byte) error
-}
-
-// unsafeDecoder is a v1beta1 message with vtprotobuf's aliasing decoder.
+// unsafeDecoder is a v1beta1 message with vtprotobuf's aliasing decoder,
+// whose strings point into the bytes decoded instead of being copied one
+// by one.
 type unsafeDecoder interface {
-	vtDecoder
+	proto.Message
 	UnmarshalVTUnsafe([]byte) error
-}
-
-// fastMsg makes proto.Unmarshal (what ttrpc's codec calls) use the
-// message's UnmarshalVT: its reflection is the message's own, with a fast
-// Unmarshal method. With raw set, it keeps the bytes it decoded and decodes
-// with UnmarshalVTUnsafe, whose strings point into those bytes instead of
-// being copied one by one: ttrpc hands every call a payload of its own
-// (a copy made when it decodes its Request envelope) that nothing reuses or
-// writes, and the server never writes into a handed-over encoding
-// (server.WithEncodedRequest).
-type fastMsg struct {
-	m   vtDecoder
-	raw *[]byte
-}
-
-func (f fastMsg) ProtoReflect() protoreflect.Message { return fastReflect{f.m.ProtoReflect(), f} }
-
-type fastReflect struct {
-	protoreflect.Message
-	f fastMsg
-}
-
-func (r fastReflect) ProtoMethods() *protoiface.Methods {
-	return &protoiface.Methods{
-		Unmarshal: func(in protoiface.UnmarshalInput) (protoiface.UnmarshalOutput, error) {
-			if u, ok := r.f.m.(unsafeDecoder); ok && r.f.raw != nil {
-				*r.f.raw = in.Buf
-				return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, u.UnmarshalVTUnsafe(in.Buf)
-			}
-			return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, r.f.m.UnmarshalVT(in.Buf)
-		},
-	}
 }
 
 // directRequest returns an empty v1beta1 request for the classic methods
@@ -101,29 +64,8 @@ type inboundKey struct{}
 // inbound is a classic request decoded straight into its v1beta1 message,
 // and the bytes it was decoded from.
 type inbound struct {
-	req vtDecoder
+	req unsafeDecoder
 	raw []byte
-}
-
-// vtServerInterceptor decodes every request the classic runtime sends with
-// UnmarshalVT instead of protobuf reflection — straight into the v1beta1
-// message for the methods of directRequest — and picks up the runtime's
-// trace context.
-func vtServerInterceptor(ctx context.Context, unmarshal ttrpc.Unmarshaler, info *ttrpc.UnaryServerInfo, method ttrpc.Method) (interface{}, error) {
-	ctx = extractTrace(ctx)
-	if req := directRequest(path.Base(info.FullMethod)); req != nil {
-		in := &inbound{req: req}
-		return method(context.WithValue(ctx, inboundKey{}, in), func(interface{}) error {
-			// The classic request stays empty: the handlers take in.req.
-			return unmarshal(fastMsg{m: req, raw: &in.raw})
-		})
-	}
-	return method(ctx, func(v interface{}) error {
-		if m, ok := v.(vtDecoder); ok {
-			return unmarshal(fastMsg{m: m})
-		}
-		return unmarshal(v)
-	})
 }
 
 // direct returns the request the interceptor decoded for this call and a
@@ -170,4 +112,144 @@ func ctrRequest[T proto.Message](ctx context.Context, pod *v1alpha1.PodSandbox, 
 		return ctx, req, err
 	}
 	return ctx, mk(bp, bc), nil
+}
+
+// serve answers one call of the classic runtime (classicwire.Handler):
+// it decodes the request, runs the handler of the method and encodes its
+// answer. The requests of directRequest's methods are decoded straight into
+// v1beta1, aliasing payload (which classicwire never reuses).
+func (h *classicHandlers) serve(ctx context.Context, method string, payload []byte) ([]byte, error) {
+	ctx = extractTrace(ctx)
+	if req := directRequest(method); req != nil {
+		if err := req.UnmarshalVTUnsafe(payload); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "bridge: %s: undecodable request: %v", method, err)
+		}
+		ctx = context.WithValue(ctx, inboundKey{}, &inbound{req: req, raw: payload})
+		return h.event(ctx, method, nil, nil)
+	}
+	switch method {
+	case "Configure":
+		req := &v1alpha1.ConfigureRequest{}
+		if err := decode(method, payload, req); err != nil {
+			return nil, err
+		}
+		events, err := h.Configure(ctx, req.GetConfig(), req.GetRuntimeName(), req.GetRuntimeVersion())
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case h.configured <- time.Duration(req.GetRequestTimeout()) * time.Millisecond:
+		default:
+		}
+		return (&v1alpha1.ConfigureResponse{Events: int32(events)}).MarshalVT()
+	case "Synchronize":
+		req := &v1alpha1.SynchronizeRequest{}
+		if err := decode(method, payload, req); err != nil {
+			return nil, err
+		}
+		h.syncPods, h.syncCtrs = append(h.syncPods, req.GetPods()...), append(h.syncCtrs, req.GetContainers()...)
+		if req.GetMore() {
+			return (&v1alpha1.SynchronizeResponse{More: true}).MarshalVT()
+		}
+		pods, ctrs := h.syncPods, h.syncCtrs
+		h.syncPods, h.syncCtrs = nil, nil
+		updates, err := h.Synchronize(ctx, pods, ctrs)
+		if err != nil {
+			return nil, err
+		}
+		return (&v1alpha1.SynchronizeResponse{Update: updates}).MarshalVT()
+	case "Shutdown":
+		h.Shutdown(ctx)
+		return nil, nil
+	case "UpdatePodSandbox":
+		req := &v1alpha1.UpdatePodSandboxRequest{}
+		if err := decode(method, payload, req); err != nil {
+			return nil, err
+		}
+		return nil, h.UpdatePodSandbox(ctx, req.GetPod(), req.GetOverheadLinuxResources(), req.GetLinuxResources())
+	case "UpdateContainer":
+		req := &v1alpha1.UpdateContainerRequest{}
+		if err := decode(method, payload, req); err != nil {
+			return nil, err
+		}
+		updates, err := h.UpdateContainer(ctx, req.GetPod(), req.GetContainer(), req.GetLinuxResources())
+		if err != nil {
+			return nil, err
+		}
+		return (&v1alpha1.UpdateContainerResponse{Update: updates}).MarshalVT()
+	case "StateChange":
+		// What runtimes older than the dedicated methods send.
+		req := &v1alpha1.StateChangeEvent{}
+		if err := decode(method, payload, req); err != nil {
+			return nil, err
+		}
+		name, ok := stateChangeMethods[req.GetEvent()]
+		if !ok {
+			return nil, status.Errorf(codes.InvalidArgument, "bridge: StateChange: unexpected event %v", req.GetEvent())
+		}
+		if _, err := h.event(ctx, name, req.GetPod(), req.GetContainer()); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return nil, status.Errorf(codes.Unimplemented, "bridge: %s is not served", method)
+}
+
+// stateChangeMethods names the method of each event a StateChange carries.
+var stateChangeMethods = map[v1alpha1.Event]string{
+	v1alpha1.Event_RUN_POD_SANDBOX:       "RunPodSandbox",
+	v1alpha1.Event_STOP_POD_SANDBOX:      "StopPodSandbox",
+	v1alpha1.Event_REMOVE_POD_SANDBOX:    "RemovePodSandbox",
+	v1alpha1.Event_POST_CREATE_CONTAINER: "PostCreateContainer",
+	v1alpha1.Event_START_CONTAINER:       "StartContainer",
+	v1alpha1.Event_POST_START_CONTAINER:  "PostStartContainer",
+	v1alpha1.Event_POST_UPDATE_CONTAINER: "PostUpdateContainer",
+	v1alpha1.Event_REMOVE_CONTAINER:      "RemoveContainer",
+}
+
+// event runs the handler of one of directRequest's methods, with the
+// request decoded directly in ctx or, without it, converted from pod and
+// ctr, and encodes its answer.
+func (h *classicHandlers) event(ctx context.Context, method string, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) ([]byte, error) {
+	switch method {
+	case "RunPodSandbox":
+		return nil, h.RunPodSandbox(ctx, pod)
+	case "PostUpdatePodSandbox":
+		return nil, h.PostUpdatePodSandbox(ctx, pod)
+	case "StopPodSandbox":
+		return nil, h.StopPodSandbox(ctx, pod)
+	case "RemovePodSandbox":
+		return nil, h.RemovePodSandbox(ctx, pod)
+	case "CreateContainer":
+		adjust, updates, err := h.CreateContainer(ctx, pod, ctr)
+		if err != nil {
+			return nil, err
+		}
+		return (&v1alpha1.CreateContainerResponse{Adjust: adjust, Update: updates}).MarshalVT()
+	case "PostCreateContainer":
+		return nil, h.PostCreateContainer(ctx, pod, ctr)
+	case "StartContainer":
+		return nil, h.StartContainer(ctx, pod, ctr)
+	case "PostStartContainer":
+		return nil, h.PostStartContainer(ctx, pod, ctr)
+	case "PostUpdateContainer":
+		return nil, h.PostUpdateContainer(ctx, pod, ctr)
+	case "StopContainer":
+		updates, err := h.StopContainer(ctx, pod, ctr)
+		if err != nil {
+			return nil, err
+		}
+		return (&v1alpha1.StopContainerResponse{Update: updates}).MarshalVT()
+	case "RemoveContainer":
+		return nil, h.RemoveContainer(ctx, pod, ctr)
+	}
+	return nil, status.Errorf(codes.Unimplemented, "bridge: %s is not served", method)
+}
+
+// decode decodes a classic request.
+func decode(method string, payload []byte, req interface{ UnmarshalVT([]byte) error }) error {
+	if err := req.UnmarshalVT(payload); err != nil {
+		return status.Errorf(codes.InvalidArgument, "bridge: %s: undecodable request: %v", method, err)
+	}
+	return nil
 }

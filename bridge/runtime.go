@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"time"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
-	"github.com/containerd/nri/pkg/stub"
-	"github.com/containerd/ttrpc"
+	"github.com/containerd/nri/pkg/version"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/classicwire"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -31,6 +32,9 @@ const (
 	DefaultMargin = 250 * time.Millisecond
 	// DefaultRequestTimeout is assumed when the runtime announces none.
 	DefaultRequestTimeout = 2 * time.Second
+	// DefaultRegistrationTimeout bounds registering with the runtime and
+	// being configured by it.
+	DefaultRegistrationTimeout = 5 * time.Second
 )
 
 // RuntimeSide attaches the server to a classic runtime as one v1alpha1
@@ -45,7 +49,7 @@ type RuntimeSide struct {
 	maxBackoff time.Duration
 
 	mu      sync.Mutex
-	stub    stub.Stub
+	conn    *classicwire.Conn
 	timeout time.Duration
 	info    server.RuntimeInfo
 	relay   chan relayBatch
@@ -119,11 +123,11 @@ func (r *RuntimeSide) Run(ctx context.Context) error {
 			case <-ctx.Done():
 			}
 			r.mu.Lock()
-			st := r.stub
-			r.stub = nil
+			c := r.conn
+			r.conn = nil
 			r.mu.Unlock()
-			if st != nil {
-				st.Stop()
+			if c != nil {
+				_ = c.Close()
 			}
 			r.srv.DetachRuntime(r)
 		} else {
@@ -142,30 +146,42 @@ func (r *RuntimeSide) Run(ctx context.Context) error {
 	}
 }
 
+// connect dials the runtime, registers and waits until the runtime has
+// configured the bridge; closed is closed when the connection ends.
 func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
-	var once sync.Once
-	st, err := stub.New(&classicHandlers{r: r},
-		stub.WithPluginName(r.name),
-		stub.WithPluginIdx(r.idx),
-		stub.WithSocketPath(r.socket),
-		stub.WithOnClose(func() { once.Do(func() { close(closed) }) }),
-		stub.WithLogger(nriLogger{r.log.With("component", "bridge-runtime")}),
-		stub.WithTTRPCOptions(nil, []ttrpc.ServerOpt{ttrpc.WithUnaryServerInterceptor(vtServerInterceptor)}),
-	)
+	sock, err := (&net.Dialer{}).DialContext(ctx, "unix", r.socket)
 	if err != nil {
-		return err
+		return fmt.Errorf("connecting to the classic runtime: %w", err)
 	}
-	if err := st.Start(ctx); err != nil {
-		return err
+	h := &classicHandlers{r: r, configured: make(chan time.Duration, 1)}
+	var once sync.Once
+	c := classicwire.New(sock, h.serve,
+		classicwire.WithLogger(r.log.With("component", "bridge-runtime")),
+		classicwire.WithOnClose(func() { once.Do(func() { close(closed) }) }))
+	ctx, cancel := context.WithTimeout(ctx, DefaultRegistrationTimeout)
+	defer cancel()
+	reg := &v1alpha1.RegisterPluginRequest{PluginName: r.name, PluginIdx: r.idx, NRIVersion: version.GetFromBuildInfo()}
+	if err := c.Call(ctx, "RegisterPlugin", reg, &v1alpha1.Empty{}); err != nil {
+		_ = c.Close()
+		return fmt.Errorf("registering with the classic runtime: %w", err)
+	}
+	var timeout time.Duration
+	select {
+	case timeout = <-h.configured:
+	case <-c.Done():
+		return fmt.Errorf("classic runtime closed the connection before configuring the bridge: %w", c.Err())
+	case <-ctx.Done():
+		_ = c.Close()
+		return fmt.Errorf("classic runtime did not configure the bridge: %w", ctx.Err())
+	}
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
 	}
 	r.mu.Lock()
-	r.stub = st
-	r.timeout = st.RequestTimeout()
-	if r.timeout <= 0 {
-		r.timeout = DefaultRequestTimeout
-	}
+	r.conn = c
+	r.timeout = timeout
 	r.mu.Unlock()
-	r.log.Info("attached to classic runtime", "socket", r.socket, "plugin", r.idx+"-"+r.name, "request_timeout", r.timeout)
+	r.log.Info("attached to classic runtime", "socket", r.socket, "plugin", r.idx+"-"+r.name, "request_timeout", timeout)
 	return nil
 }
 
@@ -223,15 +239,18 @@ func (r *RuntimeSide) relayLoop(ctx context.Context) {
 		select {
 		case b := <-r.relay:
 			r.mu.Lock()
-			st := r.stub
+			c, timeout := r.conn, r.timeout
 			r.mu.Unlock()
-			if st == nil {
+			if c == nil {
 				r.log.Warn("no classic runtime attached; updates dropped", "plugin", b.plugin, "count", len(b.updates))
 				continue
 			}
-			failed, err := st.UpdateContainers(b.updates)
-			if err != nil || len(failed) > 0 {
-				r.log.Warn("classic runtime did not apply all updates", "plugin", b.plugin, "failed", len(failed), "error", err)
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			rsp := &v1alpha1.UpdateContainersResponse{}
+			err := c.Call(cctx, "UpdateContainers", &v1alpha1.UpdateContainersRequest{Update: b.updates}, rsp)
+			cancel()
+			if err != nil || len(rsp.GetFailed()) > 0 {
+				r.log.Warn("classic runtime did not apply all updates", "plugin", b.plugin, "failed", len(rsp.GetFailed()), "error", err)
 			}
 		case <-ctx.Done():
 			return
@@ -239,8 +258,17 @@ func (r *RuntimeSide) relayLoop(ctx context.Context) {
 	}
 }
 
-// classicHandlers are the stub handlers: every lifecycle event, relayed.
-type classicHandlers struct{ r *RuntimeSide }
+// classicHandlers serve the classic runtime's calls: every lifecycle event,
+// relayed.
+type classicHandlers struct {
+	r *RuntimeSide
+	// configured receives the runtime's request timeout when it configured
+	// the bridge.
+	configured chan time.Duration
+	// syncPods and syncCtrs collect the pages of a paged Synchronize.
+	syncPods []*v1alpha1.PodSandbox
+	syncCtrs []*v1alpha1.Container
+}
 
 // lifecycleEvents is every event but validation.
 const lifecycleEvents = v1alpha1.EventMask(1<<13 - 1)
@@ -522,20 +550,4 @@ func (h *classicHandlers) RemoveContainer(ctx context.Context, pod *v1alpha1.Pod
 	}
 	errs, err := h.r.srv.RemoveContainer(h.r.budget(ctx), req)
 	return h.notified("RemoveContainer", errs, err)
-}
-
-// nriLogger adapts slog to classic NRI's logger interface.
-type nriLogger struct{ l *slog.Logger }
-
-func (n nriLogger) Debugf(ctx context.Context, format string, args ...any) {
-	n.l.DebugContext(ctx, fmt.Sprintf(format, args...))
-}
-func (n nriLogger) Infof(ctx context.Context, format string, args ...any) {
-	n.l.DebugContext(ctx, fmt.Sprintf(format, args...))
-}
-func (n nriLogger) Warnf(ctx context.Context, format string, args ...any) {
-	n.l.WarnContext(ctx, fmt.Sprintf(format, args...))
-}
-func (n nriLogger) Errorf(ctx context.Context, format string, args ...any) {
-	n.l.ErrorContext(ctx, fmt.Sprintf(format, args...))
 }
