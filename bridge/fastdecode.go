@@ -143,9 +143,12 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 		}
 		return (&v1alpha1.ConfigureResponse{Events: int32(events)}).MarshalVT()
 	case "Synchronize":
-		req := &v1alpha1.SynchronizeRequest{}
-		if err := decode(method, payload, req); err != nil {
-			return nil, err
+		// Pages decoded straight into v1beta1 with the aliasing decoder:
+		// the state the server keeps points into the pages' buffers
+		// instead of holding a copy of every string.
+		req := &nriv1beta1.SynchronizeRequest{}
+		if err := req.UnmarshalVTUnsafe(payload); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "bridge: %s: undecodable request: %v", method, err)
 		}
 		h.syncPods, h.syncCtrs = append(h.syncPods, req.GetPods()...), append(h.syncCtrs, req.GetContainers()...)
 		if req.GetMore() {
@@ -153,11 +156,10 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 		}
 		pods, ctrs := h.syncPods, h.syncCtrs
 		h.syncPods, h.syncCtrs = nil, nil
-		updates, err := h.Synchronize(ctx, pods, ctrs)
-		if err != nil {
+		if err := h.Synchronize(ctx, pods, ctrs); err != nil {
 			return nil, err
 		}
-		return (&v1alpha1.SynchronizeResponse{Update: updates}).MarshalVT()
+		return nil, nil
 	case "Shutdown":
 		h.Shutdown(ctx)
 		return nil, nil

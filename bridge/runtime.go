@@ -266,8 +266,8 @@ type classicHandlers struct {
 	// the bridge.
 	configured chan time.Duration
 	// syncPods and syncCtrs collect the pages of a paged Synchronize.
-	syncPods []*v1alpha1.PodSandbox
-	syncCtrs []*v1alpha1.Container
+	syncPods []*nriv1beta1.PodSandbox
+	syncCtrs []*nriv1beta1.Container
 }
 
 // lifecycleEvents is every event but validation.
@@ -283,34 +283,18 @@ func (h *classicHandlers) Configure(_ context.Context, _, runtime, version strin
 // Synchronize hands the runtime's state to the server and answers at once:
 // plugins are resynchronized in the background and their updates follow
 // through UpdateContainers.
-func (h *classicHandlers) Synchronize(ctx context.Context, pods []*v1alpha1.PodSandbox, ctrs []*v1alpha1.Container) ([]*v1alpha1.ContainerUpdate, error) {
-	bp := make([]*nriv1beta1.PodSandbox, 0, len(pods))
-	for _, p := range pods {
-		b, err := convert(p, &nriv1beta1.PodSandbox{})
-		if err != nil {
-			return nil, err
-		}
-		bp = append(bp, b)
-	}
-	bc := make([]*nriv1beta1.Container, 0, len(ctrs))
-	for _, c := range ctrs {
-		b, err := convert(c, &nriv1beta1.Container{})
-		if err != nil {
-			return nil, err
-		}
-		bc = append(bc, b)
-	}
+func (h *classicHandlers) Synchronize(ctx context.Context, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
 	h.r.mu.Lock()
 	info := h.r.info
 	h.r.mu.Unlock()
-	if err := h.r.srv.SetRuntime(ctx, info, h.r, bp, bc); err != nil {
-		return nil, err
+	if err := h.r.srv.SetRuntime(ctx, info, h.r, pods, ctrs); err != nil {
+		return err
 	}
 	select {
 	case h.r.synced <- struct{}{}:
 	default:
 	}
-	return nil, nil
+	return nil
 }
 
 func (h *classicHandlers) Shutdown(context.Context) {
