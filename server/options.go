@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"time"
@@ -46,6 +47,7 @@ type options struct {
 	pluginSocketDir     string
 	shutdownGrace       time.Duration
 	dialOptions         []grpc.DialOption
+	pluginTLS           *tls.Config
 	validator           validate.Config
 	authorizer          Authorizer
 	policyFor           func(identity, full string) *PluginPolicy
@@ -109,6 +111,14 @@ func WithShutdownGrace(d time.Duration) Option { return func(o *options) { o.shu
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
 }
+
+// WithPluginTLS enables TCP plugin endpoints ("dns:///host:port" or
+// "host:port"): cfg is the client TLS configuration the server dials them
+// with — its certificate (plugins require one from the server) and the roots
+// that verify theirs. A plugin whose registrant authenticated with a client
+// certificate ("cert:CN") must serve a certificate with the same common
+// name. Without this option TCP endpoints are refused.
+func WithPluginTLS(cfg *tls.Config) Option { return func(o *options) { o.pluginTLS = cfg } }
 
 // WithValidator configures the built-in default validator and the
 // operator's list of required plugins.

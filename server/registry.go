@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -494,8 +496,17 @@ func checkIdentity(name, idx string) error {
 
 // dialPlugin connects to a remote plugin's endpoint under the endpoint
 // policy: a unix socket inside the plugin socket directory whose listening
-// process has the registrant's uid.
-func (s *Server) dialPlugin(endpoint string, uid uint32) (conn, error) {
+// process has the registrant's uid, or, with WithPluginTLS, a TCP endpoint
+// whose certificate matches the registrant.
+func (s *Server) dialPlugin(endpoint string, id Identity) (conn, error) {
+	if isNetworkEndpoint(endpoint) {
+		return s.dialTCPPlugin(endpoint, id)
+	}
+	if !id.Unix {
+		return nil, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
+			"endpoint: identity %q has no unix credentials to check the unix socket's owner against", id.Name)
+	}
+	uid := id.UID
 	path, err := s.checkEndpoint(endpoint)
 	if err != nil {
 		return nil, err
@@ -524,6 +535,11 @@ func (s *Server) dialPlugin(endpoint string, uid uint32) (conn, error) {
 		}
 		return nil
 	}}
+	return s.newPluginClient("unix://"+path, creds)
+}
+
+// newPluginClient makes the gRPC connection to a plugin's endpoint.
+func (s *Server) newPluginClient(target string, creds credentials.TransportCredentials) (conn, error) {
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDisableRetry(),
@@ -532,12 +548,79 @@ func (s *Server) dialPlugin(endpoint string, uid uint32) (conn, error) {
 		codec.DialOption(),
 	}, flowctl.DialOptions()...)
 	opts = append(opts, s.opts.dialOptions...)
-	cc, err := grpc.NewClient("unix://"+path, opts...)
+	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
 			"endpoint: %v", err)
 	}
 	return &remoteConn{cc: cc}, nil
+}
+
+// peerMismatch is a plugin certificate that does not name the registrant.
+type peerMismatch struct{ msg string }
+
+func (e *peerMismatch) Error() string { return e.msg }
+
+// isNetworkEndpoint reports whether endpoint names a TCP address rather
+// than a unix socket.
+func isNetworkEndpoint(endpoint string) bool {
+	return endpoint != "" && !strings.HasPrefix(endpoint, "unix:") && !strings.HasPrefix(endpoint, "/")
+}
+
+// dialTCPPlugin connects to a plugin's TCP endpoint ("dns:///host:port",
+// "tcp://host:port" or "host:port") over TLS: the plugin's certificate must
+// chain to the configured roots, name the endpoint's host and, when the
+// registrant authenticated with a client certificate, carry the same
+// common name.
+func (s *Server) dialTCPPlugin(endpoint string, id Identity) (conn, error) {
+	bad := func(format string, args ...any) error {
+		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
+			"endpoint: "+format, args...)
+	}
+	if s.opts.pluginTLS == nil {
+		return nil, bad("%q is a network address; this server dials TCP endpoints only with TLS configured (nrid: [tcp])", endpoint)
+	}
+	hostport := endpoint
+	for _, prefix := range []string{"dns:///", "tcp://"} {
+		hostport = strings.TrimPrefix(hostport, prefix)
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || host == "" || port == "" || strings.Contains(hostport, "/") {
+		return nil, bad("%q is not \"dns:///host:port\", \"tcp://host:port\" or \"host:port\"", endpoint)
+	}
+	cfg := s.opts.pluginTLS.Clone()
+	cfg.ServerName = host
+	if cn, ok := strings.CutPrefix(id.Name, "cert:"); ok {
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != cn {
+				got := ""
+				if len(cs.PeerCertificates) > 0 {
+					got = cs.PeerCertificates[0].Subject.CommonName
+				}
+				return &peerMismatch{fmt.Sprintf("endpoint %s presents a certificate for %q, the registrant is %q", endpoint, got, id.Name)}
+			}
+			return nil
+		}
+	}
+	// A first handshake, for a precise refusal; the gRPC connection's own
+	// handshake checks again, on the connection that is used.
+	probeCfg := cfg.Clone()
+	probeCfg.NextProtos = []string{"h2"}
+	probe, err := tls.DialWithDialer(&net.Dialer{Timeout: s.opts.registrationTimeout}, "tcp", hostport, probeCfg)
+	if err != nil {
+		var (
+			verr     *tls.CertificateVerificationError
+			mismatch *peerMismatch
+		)
+		if errors.As(err, &verr) || errors.As(err, &mismatch) {
+			return nil, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_PEER_MISMATCH, "endpoint",
+				"endpoint: %v", err)
+		}
+		return nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "endpoint",
+			"endpoint: %s is not reachable over TLS: %v", endpoint, err)
+	}
+	_ = probe.Close()
+	return s.newPluginClient("dns:///"+hostport, credentials.NewTLS(cfg))
 }
 
 // checkEndpoint applies the endpoint policy and returns the socket path.

@@ -74,11 +74,7 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 	if err := s.opts.authorizer.AuthorizeRegistration(ctx, id, req); err != nil {
 		return err
 	}
-	if !id.Unix {
-		return refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
-			"endpoint: identity %q has no unix credentials to check the dialed endpoint against", id.Name)
-	}
-	c, err := s.dialPlugin(req.GetEndpoint(), id.UID)
+	c, err := s.dialPlugin(req.GetEndpoint(), id)
 	if err != nil {
 		return err
 	}

@@ -304,8 +304,8 @@ func TestEndpointOutsidePolicyIsNeverDialed(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	_, err = registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "dns:///example.com:443"})
-	if testplugin.Reason(err) != "REGISTRATION_REFUSAL_INVALID_ENDPOINT" {
-		t.Fatalf("TCP endpoint: got %v", err)
+	if testplugin.Reason(err) != "REGISTRATION_REFUSAL_INVALID_ENDPOINT" || !strings.Contains(err.Error(), "only with TLS configured") {
+		t.Fatalf("TCP endpoint without WithPluginTLS: got %v", err)
 	}
 	if n := accepted.Load(); n != 0 {
 		t.Fatalf("the server dialed the refused endpoint %d times", n)

@@ -67,9 +67,15 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 			return nil, err
 		}
 	}
+	var pluginTLS *tls.Config
 	if cfg.TCP.Address != "" {
 		d.tlsConf, err = auth.ServerTLS(cfg.TCP.CertFile, cfg.TCP.KeyFile, cfg.TCP.ClientCAFile, cfg.TCP.ClientAuth == "require")
 		if err != nil {
+			return nil, fmt.Errorf("tcp: %w", err)
+		}
+		// TCP plugin endpoints are dialed with the same certificate, and
+		// verified against the same CA as client certificates.
+		if pluginTLS, err = auth.PluginClientTLS(cfg.TCP.CertFile, cfg.TCP.KeyFile, cfg.TCP.ClientCAFile); err != nil {
 			return nil, fmt.Errorf("tcp: %w", err)
 		}
 	}
@@ -108,6 +114,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 	}
 	if d.mx != nil {
 		opts = append(opts, server.WithMetrics(d.mx))
+	}
+	if pluginTLS != nil {
+		opts = append(opts, server.WithPluginTLS(pluginTLS))
 	}
 	if d.srv, err = server.New(opts...); err != nil {
 		return nil, err

@@ -54,6 +54,32 @@ func ServerTLS(certFile, keyFile, clientCAFile string, requireCert bool) (*tls.C
 	return cfg, nil
 }
 
+// PluginClientTLS returns the TLS configuration nrid dials TCP plugin
+// endpoints with: TLS 1.3, nrid's certificate and key (plugins require a
+// client certificate, so it must allow client authentication), and the CA
+// bundle in caFile as the roots of the plugins' certificates (the system's
+// roots when caFile is empty).
+func PluginClientTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate for plugins: %w", err)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}
+	if caFile == "" {
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("plugin CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("plugin CA: %s holds no PEM certificate", caFile)
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
+}
+
 // LogHandshakeFailures wraps a server's transport credentials so that every
 // refused handshake (no client certificate, an unknown CA, not TLS at all)
 // is logged with the peer's address: such clients never reach the
