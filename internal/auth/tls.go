@@ -42,16 +42,23 @@ func ServerTLS(certFile, keyFile, clientCAFile string, requireCert bool) (*tls.C
 		cfg.ClientAuth = tls.NoClientCert
 		return cfg, nil
 	}
-	pem, err := os.ReadFile(clientCAFile)
+	if cfg.ClientCAs, err = loadPool(clientCAFile, "client CA"); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// loadPool reads a PEM bundle of CA certificates.
+func loadPool(file, what string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("client CA: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("client CA: %s holds no PEM certificate", clientCAFile)
+		return nil, fmt.Errorf("%s: %s holds no PEM certificate", what, file)
 	}
-	cfg.ClientCAs = pool
-	return cfg, nil
+	return pool, nil
 }
 
 // PluginClientTLS returns the TLS configuration nrid dials TCP plugin
@@ -68,15 +75,9 @@ func PluginClientTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return cfg, nil
 	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("plugin CA: %w", err)
+	if cfg.RootCAs, err = loadPool(caFile, "plugin CA"); err != nil {
+		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("plugin CA: %s holds no PEM certificate", caFile)
-	}
-	cfg.RootCAs = pool
 	return cfg, nil
 }
 
