@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nri-grpc/nri-grpc/internal/config"
+	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/config"
 )
 
 // prepareDir creates dir when it is missing (with mode, or 0755) and, when

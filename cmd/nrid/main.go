@@ -27,7 +27,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nri-grpc/nri-grpc/internal/config"
+	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/config"
 	"github.com/nri-grpc/nri-grpc/internal/version"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/nri-grpc/nri-grpc/internal/config"
+	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/config"
 	"github.com/nri-grpc/nri-grpc/internal/metrics"
 	"github.com/nri-grpc/nri-grpc/internal/telemetry"
 )

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nri-grpc/nri-grpc/internal/policy"
+	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
 )
 
 // MinTokenLength is the shortest bearer token accepted in a tokens file.

@@ -19,7 +19,7 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/nri-grpc/nri-grpc/internal/policy"
+	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
