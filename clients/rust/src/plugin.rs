@@ -45,6 +45,12 @@ pub const METADATA_INSTANCE_ID: &str = "nri-instance-id";
 
 /// The longest unix socket path (`sun_path` is 108 bytes with the NUL).
 const MAX_SOCKET_PATH: usize = 107;
+
+/// The HTTP/2 stream window of every connection the SDK makes or accepts
+/// (the same as nrid's: fixed, no bandwidth probing).
+const STREAM_WINDOW: u32 = 4 << 20;
+/// The HTTP/2 connection window of every connection the SDK makes or accepts.
+const CONN_WINDOW: u32 = 8 << 20;
 /// nrid's default and largest message size.
 pub(crate) const DEFAULT_MAX_MESSAGE_SIZE: u32 = 4 << 20;
 
@@ -664,7 +670,12 @@ impl<H: Handler> Plugin<H> {
         let (serve_done_tx, mut serve_done) = oneshot::channel::<Result<(), String>>();
         let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
         let server = tokio::spawn(async move {
+            // Fixed 4 MiB stream / 8 MiB connection windows, as nrid's own
+            // connections (docs/PROTOCOL.md §16 item 13): hyper's adaptive
+            // windows stay off, and a Synchronize page fits one window.
             let r = Server::builder()
+                .initial_stream_window_size(STREAM_WINDOW)
+                .initial_connection_window_size(CONN_WINDOW)
                 .serve_with_incoming_shutdown(router, incoming, async {
                     let _ = serve_stop_rx.await;
                 })
@@ -844,8 +855,10 @@ fn serve_error(r: Result<Result<(), String>, oneshot::error::RecvError>) -> Stri
 /// the process behind the socket (SO_PEERCRED) in `uid`: the SDK accepts
 /// incoming calls from that uid.
 fn connect(path: PathBuf, uid: Arc<AtomicI64>) -> Channel {
-    Endpoint::from_static("http://localhost").connect_with_connector_lazy(tower::service_fn(
-        move |_: tonic::codegen::http::Uri| {
+    Endpoint::from_static("http://localhost")
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONN_WINDOW)
+        .connect_with_connector_lazy(tower::service_fn(move |_: tonic::codegen::http::Uri| {
             let (path, uid) = (path.clone(), uid.clone());
             async move {
                 let s = tokio::net::UnixStream::connect(&path).await?;
@@ -854,8 +867,7 @@ fn connect(path: PathBuf, uid: Arc<AtomicI64>) -> Channel {
                 }
                 Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
             }
-        },
-    ))
+        }))
 }
 
 /// Listens on the endpoint: creates its directory (0755) if needed, removes

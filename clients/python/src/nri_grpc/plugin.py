@@ -50,9 +50,10 @@ METADATA_INSTANCE_ID = "nri-instance-id"
 _ERROR_DOMAIN = "nri.v1beta1"
 _DEFAULT_MAX_MESSAGE_SIZE = 4 << 20
 # No bandwidth-delay-product probing: on NRI's small one-at-a-time calls over
-# a unix socket it only adds a PING and its answer to every message
-# (docs/PROTOCOL.md, "Transport settings").
-_TRANSPORT_OPTIONS = [("grpc.http2.bdp_probe", 0)]
+# a unix socket it only adds a PING and its answer to every message; instead
+# a fixed 4 MiB window, as nrid's, so a Synchronize page fits one window
+# (docs/PROTOCOL.md §16, item 13).
+_TRANSPORT_OPTIONS = [("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 4 << 20)]
 _MAX_SOCKET_PATH = 107
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-")
 _PLUGIN_SERVICE = "nri.v1beta1.PluginService"
