@@ -331,16 +331,6 @@ func (h *classicHandlers) notified(event string, errs []*nriv1beta1.PluginError,
 	return nil
 }
 
-func (h *classicHandlers) RunPodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
-	ctx, req, err := podRequest(ctx, pod, func(p *nriv1beta1.PodSandbox) *nriv1beta1.RunPodSandboxRequest {
-		return &nriv1beta1.RunPodSandboxRequest{Pod: p}
-	})
-	if err != nil {
-		return err
-	}
-	return h.r.srv.RunPodSandbox(h.r.budget(ctx), req)
-}
-
 func (h *classicHandlers) UpdatePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox, overhead, res *v1alpha1.LinuxResources) error {
 	bp, err := podReq(pod)
 	if err != nil {
@@ -361,63 +351,26 @@ func (h *classicHandlers) UpdatePodSandbox(ctx context.Context, pod *v1alpha1.Po
 	return h.r.srv.UpdatePodSandbox(ctx, req)
 }
 
-func (h *classicHandlers) PostUpdatePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
-	ctx, req, err := podRequest(ctx, pod, func(p *nriv1beta1.PodSandbox) *nriv1beta1.PostUpdatePodSandboxRequest {
-		return &nriv1beta1.PostUpdatePodSandboxRequest{Pod: p}
-	})
+// createContainer answers as one plugin: the server's merged adjustment
+// and one update per other container.
+func (h *classicHandlers) createContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) ([]byte, error) {
+	rsp, err := h.r.srv.CreateContainer(ctx, req)
 	if err != nil {
-		return err
-	}
-	errs, err := h.r.srv.PostUpdatePodSandbox(h.r.budget(ctx), req)
-	return h.notified("PostUpdatePodSandbox", errs, err)
-}
-
-func (h *classicHandlers) StopPodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
-	ctx, req, err := podRequest(ctx, pod, func(p *nriv1beta1.PodSandbox) *nriv1beta1.StopPodSandboxRequest {
-		return &nriv1beta1.StopPodSandboxRequest{Pod: p}
-	})
-	if err != nil {
-		return err
-	}
-	errs, err := h.r.srv.StopPodSandbox(h.r.budget(ctx), req)
-	return h.notified("StopPodSandbox", errs, err)
-}
-
-func (h *classicHandlers) RemovePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox) error {
-	ctx, req, err := podRequest(ctx, pod, func(p *nriv1beta1.PodSandbox) *nriv1beta1.RemovePodSandboxRequest {
-		return &nriv1beta1.RemovePodSandboxRequest{Pod: p}
-	})
-	if err != nil {
-		return err
-	}
-	errs, err := h.r.srv.RemovePodSandbox(h.r.budget(ctx), req)
-	return h.notified("RemovePodSandbox", errs, err)
-}
-
-// CreateContainer answers as one plugin: the server's merged adjustment and
-// one update per other container.
-func (h *classicHandlers) CreateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) (*v1alpha1.ContainerAdjustment, []*v1alpha1.ContainerUpdate, error) {
-	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.CreateContainerRequest {
-		return &nriv1beta1.CreateContainerRequest{Pod: p, Container: c}
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	rsp, err := h.r.srv.CreateContainer(h.r.budget(ctx), req)
-	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(rsp.GetEvict()) > 0 {
 		h.r.log.Warn("classic runtimes cannot evict; evictions dropped", "event", "CreateContainer", "count", len(rsp.GetEvict()))
 	}
-	var adjust *v1alpha1.ContainerAdjustment
+	out := &v1alpha1.CreateContainerResponse{}
 	if rsp.GetAdjust() != nil {
-		if adjust, err = convert(rsp.GetAdjust(), &v1alpha1.ContainerAdjustment{}); err != nil {
-			return nil, nil, err
+		if out.Adjust, err = convert(rsp.GetAdjust(), &v1alpha1.ContainerAdjustment{}); err != nil {
+			return nil, err
 		}
 	}
-	updates, err := alphaUpdates(rsp.GetUpdate())
-	return adjust, updates, err
+	if out.Update, err = alphaUpdates(rsp.GetUpdate()); err != nil {
+		return nil, err
+	}
+	return out.MarshalVT()
 }
 
 func alphaUpdates(in []*nriv1beta1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate, error) {
@@ -430,38 +383,6 @@ func alphaUpdates(in []*nriv1beta1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate
 		out = append(out, a)
 	}
 	return out, nil
-}
-
-func (h *classicHandlers) PostCreateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.PostCreateContainerRequest {
-		return &nriv1beta1.PostCreateContainerRequest{Pod: p, Container: c}
-	})
-	if err != nil {
-		return err
-	}
-	errs, err := h.r.srv.PostCreateContainer(h.r.budget(ctx), req)
-	return h.notified("PostCreateContainer", errs, err)
-}
-
-func (h *classicHandlers) StartContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.StartContainerRequest {
-		return &nriv1beta1.StartContainerRequest{Pod: p, Container: c}
-	})
-	if err != nil {
-		return err
-	}
-	return h.r.srv.StartContainer(h.r.budget(ctx), req)
-}
-
-func (h *classicHandlers) PostStartContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.PostStartContainerRequest {
-		return &nriv1beta1.PostStartContainerRequest{Pod: p, Container: c}
-	})
-	if err != nil {
-		return err
-	}
-	errs, err := h.r.srv.PostStartContainer(h.r.budget(ctx), req)
-	return h.notified("PostStartContainer", errs, err)
 }
 
 // UpdateContainer answers with the other containers' updates and, last, the
@@ -498,40 +419,18 @@ func (h *classicHandlers) UpdateContainer(ctx context.Context, pod *v1alpha1.Pod
 	return updates, nil
 }
 
-func (h *classicHandlers) PostUpdateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.PostUpdateContainerRequest {
-		return &nriv1beta1.PostUpdateContainerRequest{Pod: p, Container: c}
-	})
-	if err != nil {
-		return err
-	}
-	errs, err := h.r.srv.PostUpdateContainer(h.r.budget(ctx), req)
-	return h.notified("PostUpdateContainer", errs, err)
-}
-
-func (h *classicHandlers) StopContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) ([]*v1alpha1.ContainerUpdate, error) {
-	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.StopContainerRequest {
-		return &nriv1beta1.StopContainerRequest{Pod: p, Container: c}
-	})
-	if err != nil {
-		return nil, err
-	}
-	rsp, err := h.r.srv.StopContainer(h.r.budget(ctx), req)
+// stopContainer answers with the updates plugins asked for; a teardown
+// event never fails toward the runtime.
+func (h *classicHandlers) stopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) ([]byte, error) {
+	rsp, err := h.r.srv.StopContainer(ctx, req)
 	if err != nil {
 		_ = h.notified("StopContainer", nil, err)
 		return nil, nil
 	}
 	_ = h.notified("StopContainer", rsp.GetPluginErrors(), nil)
-	return alphaUpdates(rsp.GetUpdate())
-}
-
-func (h *classicHandlers) RemoveContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) error {
-	ctx, req, err := ctrRequest(ctx, pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.RemoveContainerRequest {
-		return &nriv1beta1.RemoveContainerRequest{Pod: p, Container: c}
-	})
+	updates, err := alphaUpdates(rsp.GetUpdate())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	errs, err := h.r.srv.RemoveContainer(h.r.budget(ctx), req)
-	return h.notified("RemoveContainer", errs, err)
+	return (&v1alpha1.StopContainerResponse{Update: updates}).MarshalVT()
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
@@ -23,7 +22,7 @@ type unsafeDecoder interface {
 }
 
 // directRequest returns an empty v1beta1 request for the classic methods
-// whose handlers only pass the request on to the server, nil for the
+// whose requests the bridge passes on to the server as they are, nil for the
 // others. Their requests are decoded straight into the v1beta1 message (the
 // API versions share the wire format: test/wirecompat), never as v1alpha1,
 // and the server gets the bytes too (server.WithEncodedRequest), so the
@@ -58,62 +57,6 @@ func directRequest(method string) unsafeDecoder {
 	return nil
 }
 
-// inboundKey is the context key of the call's inbound.
-type inboundKey struct{}
-
-// inbound is a classic request decoded straight into its v1beta1 message,
-// and the bytes it was decoded from.
-type inbound struct {
-	req unsafeDecoder
-	raw []byte
-}
-
-// direct returns the request the interceptor decoded for this call and a
-// context handing its encoding to the server; ok is false when the call has
-// none (an event that reached the handler another way, such as classic
-// StateChange).
-func direct[T proto.Message](ctx context.Context) (context.Context, T, bool, error) {
-	var zero T
-	in, _ := ctx.Value(inboundKey{}).(*inbound)
-	if in == nil {
-		return ctx, zero, false, nil
-	}
-	req, ok := in.req.(T)
-	if !ok {
-		return ctx, zero, false, fmt.Errorf("bridge: decoded %T for a handler of %T", in.req, zero)
-	}
-	return server.WithEncodedRequest(ctx, req, in.raw), req, true, nil
-}
-
-// podRequest returns the v1beta1 request of a pod event: the one decoded
-// directly, or mk of the converted classic pod.
-func podRequest[T proto.Message](ctx context.Context, pod *v1alpha1.PodSandbox, mk func(*nriv1beta1.PodSandbox) T) (context.Context, T, error) {
-	ctx, req, ok, err := direct[T](ctx)
-	if ok || err != nil {
-		return ctx, req, err
-	}
-	bp, err := podReq(pod)
-	if err != nil {
-		return ctx, req, err
-	}
-	return ctx, mk(bp), nil
-}
-
-// ctrRequest returns the v1beta1 request of a container event: the one
-// decoded directly, or mk of the converted classic pod and container.
-func ctrRequest[T proto.Message](ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container,
-	mk func(*nriv1beta1.PodSandbox, *nriv1beta1.Container) T) (context.Context, T, error) {
-	ctx, req, ok, err := direct[T](ctx)
-	if ok || err != nil {
-		return ctx, req, err
-	}
-	bp, bc, err := ctrReq(pod, ctr)
-	if err != nil {
-		return ctx, req, err
-	}
-	return ctx, mk(bp, bc), nil
-}
-
 // serve answers one call of the classic runtime (classicwire.Handler):
 // it decodes the request, runs the handler of the method and encodes its
 // answer. The requests of directRequest's methods are decoded straight into
@@ -124,8 +67,7 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 		if err := req.UnmarshalVTUnsafe(payload); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "bridge: %s: undecodable request: %v", method, err)
 		}
-		ctx = context.WithValue(ctx, inboundKey{}, &inbound{req: req, raw: payload})
-		return h.event(ctx, method, nil, nil)
+		return h.event(server.WithEncodedRequest(ctx, req, payload), req)
 	}
 	switch method {
 	case "Configure":
@@ -185,11 +127,11 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 		if err := decode(method, payload, req); err != nil {
 			return nil, err
 		}
-		name, ok := stateChangeMethods[req.GetEvent()]
-		if !ok {
-			return nil, status.Errorf(codes.InvalidArgument, "bridge: StateChange: unexpected event %v", req.GetEvent())
+		ev, err := stateChangeRequest(req)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := h.event(ctx, name, req.GetPod(), req.GetContainer()); err != nil {
+		if _, err := h.event(ctx, ev); err != nil {
 			return nil, err
 		}
 		return nil, nil
@@ -197,55 +139,77 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 	return nil, status.Errorf(codes.Unimplemented, "bridge: %s is not served", method)
 }
 
-// stateChangeMethods names the method of each event a StateChange carries.
-var stateChangeMethods = map[v1alpha1.Event]string{
-	v1alpha1.Event_RUN_POD_SANDBOX:       "RunPodSandbox",
-	v1alpha1.Event_STOP_POD_SANDBOX:      "StopPodSandbox",
-	v1alpha1.Event_REMOVE_POD_SANDBOX:    "RemovePodSandbox",
-	v1alpha1.Event_POST_CREATE_CONTAINER: "PostCreateContainer",
-	v1alpha1.Event_START_CONTAINER:       "StartContainer",
-	v1alpha1.Event_POST_START_CONTAINER:  "PostStartContainer",
-	v1alpha1.Event_POST_UPDATE_CONTAINER: "PostUpdateContainer",
-	v1alpha1.Event_REMOVE_CONTAINER:      "RemoveContainer",
+// stateChangeRequest converts what a StateChange carries into the v1beta1
+// request of its event.
+func stateChangeRequest(sc *v1alpha1.StateChangeEvent) (proto.Message, error) {
+	pod, err := podReq(sc.GetPod())
+	if err != nil {
+		return nil, err
+	}
+	switch sc.GetEvent() {
+	case v1alpha1.Event_RUN_POD_SANDBOX:
+		return &nriv1beta1.RunPodSandboxRequest{Pod: pod}, nil
+	case v1alpha1.Event_STOP_POD_SANDBOX:
+		return &nriv1beta1.StopPodSandboxRequest{Pod: pod}, nil
+	case v1alpha1.Event_REMOVE_POD_SANDBOX:
+		return &nriv1beta1.RemovePodSandboxRequest{Pod: pod}, nil
+	}
+	ctr, err := convert(sc.GetContainer(), &nriv1beta1.Container{})
+	if err != nil {
+		return nil, err
+	}
+	switch sc.GetEvent() {
+	case v1alpha1.Event_POST_CREATE_CONTAINER:
+		return &nriv1beta1.PostCreateContainerRequest{Pod: pod, Container: ctr}, nil
+	case v1alpha1.Event_START_CONTAINER:
+		return &nriv1beta1.StartContainerRequest{Pod: pod, Container: ctr}, nil
+	case v1alpha1.Event_POST_START_CONTAINER:
+		return &nriv1beta1.PostStartContainerRequest{Pod: pod, Container: ctr}, nil
+	case v1alpha1.Event_POST_UPDATE_CONTAINER:
+		return &nriv1beta1.PostUpdateContainerRequest{Pod: pod, Container: ctr}, nil
+	case v1alpha1.Event_REMOVE_CONTAINER:
+		return &nriv1beta1.RemoveContainerRequest{Pod: pod, Container: ctr}, nil
+	}
+	return nil, status.Errorf(codes.InvalidArgument, "bridge: StateChange: unexpected event %v", sc.GetEvent())
 }
 
-// event runs the handler of one of directRequest's methods, with the
-// request decoded directly in ctx or, without it, converted from pod and
-// ctr, and encodes its answer.
-func (h *classicHandlers) event(ctx context.Context, method string, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) ([]byte, error) {
-	switch method {
-	case "RunPodSandbox":
-		return nil, h.RunPodSandbox(ctx, pod)
-	case "PostUpdatePodSandbox":
-		return nil, h.PostUpdatePodSandbox(ctx, pod)
-	case "StopPodSandbox":
-		return nil, h.StopPodSandbox(ctx, pod)
-	case "RemovePodSandbox":
-		return nil, h.RemovePodSandbox(ctx, pod)
-	case "CreateContainer":
-		adjust, updates, err := h.CreateContainer(ctx, pod, ctr)
-		if err != nil {
-			return nil, err
-		}
-		return (&v1alpha1.CreateContainerResponse{Adjust: adjust, Update: updates}).MarshalVT()
-	case "PostCreateContainer":
-		return nil, h.PostCreateContainer(ctx, pod, ctr)
-	case "StartContainer":
-		return nil, h.StartContainer(ctx, pod, ctr)
-	case "PostStartContainer":
-		return nil, h.PostStartContainer(ctx, pod, ctr)
-	case "PostUpdateContainer":
-		return nil, h.PostUpdateContainer(ctx, pod, ctr)
-	case "StopContainer":
-		updates, err := h.StopContainer(ctx, pod, ctr)
-		if err != nil {
-			return nil, err
-		}
-		return (&v1alpha1.StopContainerResponse{Update: updates}).MarshalVT()
-	case "RemoveContainer":
-		return nil, h.RemoveContainer(ctx, pod, ctr)
+// event dispatches the v1beta1 request of one of directRequest's methods
+// and encodes the answer the classic runtime expects.
+func (h *classicHandlers) event(ctx context.Context, req proto.Message) ([]byte, error) {
+	ctx = h.r.budget(ctx)
+	srv := h.r.srv
+	switch r := req.(type) {
+	case *nriv1beta1.RunPodSandboxRequest:
+		return nil, srv.RunPodSandbox(ctx, r)
+	case *nriv1beta1.PostUpdatePodSandboxRequest:
+		errs, err := srv.PostUpdatePodSandbox(ctx, r)
+		return nil, h.notified("PostUpdatePodSandbox", errs, err)
+	case *nriv1beta1.StopPodSandboxRequest:
+		errs, err := srv.StopPodSandbox(ctx, r)
+		return nil, h.notified("StopPodSandbox", errs, err)
+	case *nriv1beta1.RemovePodSandboxRequest:
+		errs, err := srv.RemovePodSandbox(ctx, r)
+		return nil, h.notified("RemovePodSandbox", errs, err)
+	case *nriv1beta1.CreateContainerRequest:
+		return h.createContainer(ctx, r)
+	case *nriv1beta1.PostCreateContainerRequest:
+		errs, err := srv.PostCreateContainer(ctx, r)
+		return nil, h.notified("PostCreateContainer", errs, err)
+	case *nriv1beta1.StartContainerRequest:
+		return nil, srv.StartContainer(ctx, r)
+	case *nriv1beta1.PostStartContainerRequest:
+		errs, err := srv.PostStartContainer(ctx, r)
+		return nil, h.notified("PostStartContainer", errs, err)
+	case *nriv1beta1.PostUpdateContainerRequest:
+		errs, err := srv.PostUpdateContainer(ctx, r)
+		return nil, h.notified("PostUpdateContainer", errs, err)
+	case *nriv1beta1.StopContainerRequest:
+		return h.stopContainer(ctx, r)
+	case *nriv1beta1.RemoveContainerRequest:
+		errs, err := srv.RemoveContainer(ctx, r)
+		return nil, h.notified("RemoveContainer", errs, err)
 	}
-	return nil, status.Errorf(codes.Unimplemented, "bridge: %s is not served", method)
+	return nil, status.Errorf(codes.Unimplemented, "bridge: %T is not served", req)
 }
 
 // decode decodes a classic request.

@@ -5,14 +5,17 @@ import (
 	"testing"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 )
 
 // TestDirectDecoding: a CreateContainer request decoded straight into the
-// v1beta1 message with the aliasing decoder equals the request, and the
-// handler finds it (and its bytes) in the context.
+// v1beta1 message with the aliasing decoder equals the request; the methods
+// whose answers need the classic arguments are not decoded that way, and a
+// request of no event is not served.
 func TestDirectDecoding(t *testing.T) {
 	want := fixture.CreateContainerRequest(1, 0)
 	b, err := want.MarshalVT()
@@ -23,28 +26,23 @@ func TestDirectDecoding(t *testing.T) {
 	if err := req.UnmarshalVTUnsafe(b); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.WithValue(context.Background(), inboundKey{}, &inbound{req: req, raw: b})
-	_, got, ok, err := direct[*nriv1beta1.CreateContainerRequest](ctx)
-	if err != nil || !ok {
-		t.Fatalf("no directly decoded request: ok %v, %v", ok, err)
-	}
-	if !got.EqualVT(want) {
+	if got, ok := req.(*nriv1beta1.CreateContainerRequest); !ok || !got.EqualVT(want) {
 		t.Fatal("the direct decoding differs from the request")
-	}
-	// A handler of another type is an error, not a silent conversion.
-	if _, _, _, err := direct[*nriv1beta1.StartContainerRequest](ctx); err == nil {
-		t.Fatal("a mismatched handler type was accepted")
 	}
 	for _, m := range []string{"UpdateContainer", "UpdatePodSandbox", "Configure", "Synchronize", "StateChange"} {
 		if directRequest(m) != nil {
 			t.Errorf("%s is decoded directly: its handler needs the classic arguments", m)
 		}
 	}
+	h := &classicHandlers{r: NewRuntimeSide(nil)}
+	if _, err := h.event(context.Background(), &nriv1beta1.ConfigureRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("a request of no event: %v, want UNIMPLEMENTED", err)
+	}
 }
 
-// TestIndirectFallsBackToConversion: without a directly decoded request
-// (a StateChange), the handlers convert the classic arguments.
-func TestIndirectFallsBackToConversion(t *testing.T) {
+// TestStateChangeConverted: what a StateChange carries becomes the v1beta1
+// request of its event, converted from the classic pod and container.
+func TestStateChangeConverted(t *testing.T) {
 	want := fixture.CreateContainerRequest(1, 0)
 	pod, err := convert(want.Pod, &v1alpha1.PodSandbox{})
 	if err != nil {
@@ -54,13 +52,15 @@ func TestIndirectFallsBackToConversion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, req, err := ctrRequest(context.Background(), pod, ctr, func(p *nriv1beta1.PodSandbox, c *nriv1beta1.Container) *nriv1beta1.StartContainerRequest {
-		return &nriv1beta1.StartContainerRequest{Pod: p, Container: c}
-	})
+	got, err := stateChangeRequest(&v1alpha1.StateChangeEvent{Event: v1alpha1.Event_START_CONTAINER, Pod: pod, Container: ctr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !req.Pod.EqualVT(want.Pod) || !req.Container.EqualVT(want.Container) {
-		t.Fatal("the converted request differs from the classic arguments")
+	req, ok := got.(*nriv1beta1.StartContainerRequest)
+	if !ok || !req.Pod.EqualVT(want.Pod) || !req.Container.EqualVT(want.Container) {
+		t.Fatalf("StateChange(START_CONTAINER) became %T, or differs from the classic arguments", got)
+	}
+	if _, err := stateChangeRequest(&v1alpha1.StateChangeEvent{Event: v1alpha1.Event_CREATE_CONTAINER, Pod: pod, Container: ctr}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("StateChange(CREATE_CONTAINER): %v, want INVALID_ARGUMENT", err)
 	}
 }

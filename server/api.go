@@ -152,6 +152,34 @@ func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateCont
 	return out, nil
 }
 
+// createApply merges CreateContainer answers into req with m, and encodes
+// the change as a delta where it can.
+func createApply(m *merge.Create, req *nriv1beta1.CreateContainerRequest) applyFunc {
+	return func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, wantDelta bool) (bool, []byte, error) {
+		r := rsp.(*nriv1beta1.CreateContainerResponse)
+		var delta []byte
+		if wantDelta {
+			delta = additiveDelta(req.Container, r.GetAdjust())
+		}
+		changed, err := m.Apply(p.full, r, changes)
+		if err != nil {
+			return false, nil, mergeError(evCreateContainer, p, err)
+		}
+		return changed, delta, nil
+	}
+}
+
+// updateApply merges UpdateContainer answers with m.
+func updateApply(m *merge.Update) applyFunc {
+	return func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, _ bool) (bool, []byte, error) {
+		changed, err := m.Apply(p.full, rsp.(*nriv1beta1.UpdateContainerResponse), changes)
+		if err != nil {
+			return false, nil, mergeError(evUpdateContainer, p, err)
+		}
+		return changed, nil, nil
+	}
+}
+
 // mergeError turns a merge failure into the runtime's error.
 func mergeError(ev *eventInfo, p *plugin, err error) error {
 	plugins := []string{p.full}

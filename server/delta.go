@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/server/merge"
 )
 
 // additiveDelta returns what merging adj will change in a CreateContainer
@@ -62,34 +61,6 @@ func additiveDelta(ctr *nriv1beta1.Container, adj *nriv1beta1.ContainerAdjustmen
 func envName(e string) string {
 	name, _, _ := strings.Cut(e, "=")
 	return name
-}
-
-// createApply merges CreateContainer answers into req with m, and encodes
-// the change as a delta where it can.
-func createApply(m *merge.Create, req *nriv1beta1.CreateContainerRequest) applyFunc {
-	return func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, wantDelta bool) (bool, []byte, error) {
-		r := rsp.(*nriv1beta1.CreateContainerResponse)
-		var delta []byte
-		if wantDelta {
-			delta = additiveDelta(req.Container, r.GetAdjust())
-		}
-		changed, err := m.Apply(p.full, r, changes)
-		if err != nil {
-			return false, nil, mergeError(evCreateContainer, p, err)
-		}
-		return changed, delta, nil
-	}
-}
-
-// updateApply merges UpdateContainer answers with m.
-func updateApply(m *merge.Update) applyFunc {
-	return func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, _ bool) (bool, []byte, error) {
-		changed, err := m.Apply(p.full, rsp.(*nriv1beta1.UpdateContainerResponse), changes)
-		if err != nil {
-			return false, nil, mergeError(evUpdateContainer, p, err)
-		}
-		return changed, nil, nil
-	}
 }
 
 // encodedKey is the context key of an encodedReq.

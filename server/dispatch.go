@@ -26,20 +26,15 @@ import (
 // It is asked for only when wantDelta is set.
 type applyFunc func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, wantDelta bool) (changed bool, delta []byte, err error)
 
-// laterRemote reports whether a plugin of the slots, as registered now,
-// subscribes to ev over gRPC.
-func laterRemote(slots []*slot, ev *eventInfo) bool {
-	for _, sl := range slots {
-		sl.mu.Lock()
-		cur, pend := sl.current, sl.pending
-		sl.mu.Unlock()
-		for _, p := range [2]*plugin{cur, pend} {
-			if p != nil && p.mask&ev.mask() != 0 && p.c.remote() {
-				return true
-			}
+// lastRemote returns the position in order of the last slot whose plugin,
+// as registered now, subscribes to mask over gRPC, or -1.
+func lastRemote(order []*slot, mask uint32) int {
+	for i := len(order) - 1; i >= 0; i-- {
+		if order[i].anyInstance(func(p *plugin) bool { return p.mask&mask != 0 && p.c.remote() }) {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // event runs one event: it holds the registration cut shared and the pod's
@@ -100,6 +95,12 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		errs []*nriv1beta1.PluginError
 	)
 	order := *s.order.Load()
+	// Deltas are worth making only up to the last plugin that takes the
+	// encoding.
+	last := -1
+	if apply != nil {
+		last = lastRemote(order, ev.mask())
+	}
 	for i, sl := range order {
 		p := sl.target(ctx)
 		if p == nil || p.mask&ev.mask() == 0 {
@@ -165,9 +166,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			changed := false
 			var delta []byte
 			if apply != nil {
-				// A delta is worth making only for a later plugin that
-				// takes the encoding.
-				changed, delta, err = apply(p, rsp, changes, raw != nil && laterRemote(order[i+1:], ev))
+				changed, delta, err = apply(p, rsp, changes, raw != nil && i < last)
 			}
 			if err == nil {
 				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_OK, d, pc, nil)

@@ -52,9 +52,15 @@ func (sl *slot) plugins() []*plugin {
 // subscribed reports whether an instance of the slot receives the events
 // of mask.
 func (sl *slot) subscribed(mask uint32) bool {
+	return sl.anyInstance(func(p *plugin) bool { return p.mask&mask != 0 })
+}
+
+// anyInstance reports whether the current or the pending instance satisfies
+// f.
+func (sl *slot) anyInstance(f func(*plugin) bool) bool {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	return (sl.current != nil && sl.current.mask&mask != 0) || (sl.pending != nil && sl.pending.mask&mask != 0)
+	return (sl.current != nil && f(sl.current)) || (sl.pending != nil && f(sl.pending))
 }
 
 // target returns the instance an event goes to, waiting for a pending

@@ -267,27 +267,21 @@ func (c *Conn) deliver(sid uint32, msg []byte) {
 }
 
 // write sends one ttrpc message on a multiplexed connection: the frame
-// header, the message header and the payload in one system call (split
-// into several frames only beyond the multiplexer's frame limit).
+// header, the message header and the payload in one system call (a message
+// within ttrpc's limit always fits one frame).
 func (c *Conn) write(conn, sid uint32, typ uint8, payload []byte) error {
 	if len(payload) > MaxMessage {
 		return fmt.Errorf("classicwire: message of %d bytes, the maximum is %d", len(payload), MaxMessage)
 	}
-	stream := make([]byte, msgHeaderLen+len(payload))
-	binary.BigEndian.PutUint32(stream[0:4], uint32(len(payload)))
-	binary.BigEndian.PutUint32(stream[4:8], sid)
-	stream[8] = typ
-	copy(stream[msgHeaderLen:], payload)
-	frames := make([]byte, 0, len(stream)+muxHeaderLen*(1+len(stream)/maxFrame))
-	for rest := stream; len(rest) > 0; {
-		n := min(len(rest), maxFrame)
-		frames = binary.BigEndian.AppendUint32(frames, conn)
-		frames = binary.BigEndian.AppendUint32(frames, uint32(n))
-		frames = append(frames, rest[:n]...)
-		rest = rest[n:]
-	}
+	frame := make([]byte, 0, muxHeaderLen+msgHeaderLen+len(payload))
+	frame = binary.BigEndian.AppendUint32(frame, conn)
+	frame = binary.BigEndian.AppendUint32(frame, uint32(msgHeaderLen+len(payload)))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(len(payload)))
+	frame = binary.BigEndian.AppendUint32(frame, sid)
+	frame = append(frame, typ, 0)
+	frame = append(frame, payload...)
 	c.wmu.Lock()
-	_, err := c.trunk.Write(frames)
+	_, err := c.trunk.Write(frame)
 	c.wmu.Unlock()
 	if err != nil {
 		err = fmt.Errorf("classicwire: writing: %w", err)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,32 +62,40 @@ func (l *Log) Add(c Call) {
 	l.mu.Unlock()
 }
 
-// Calls returns a copy of the recorded calls.
-func (l *Log) Calls() []Call {
+// Calls returns a copy of the recorded calls, optionally only those whose
+// method is in methods.
+func (l *Log) Calls(methods ...string) []Call {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Call(nil), l.calls...)
+	var out []Call
+	for _, c := range l.calls {
+		if len(methods) == 0 || slices.Contains(methods, c.Method) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Strings returns the calls as "NN-name:Method", optionally only those
 // whose method is in methods.
 func (l *Log) Strings(methods ...string) []string {
 	var out []string
-	for _, c := range l.Calls() {
-		if len(methods) == 0 || contains(methods, c.Method) {
-			out = append(out, c.String())
-		}
+	for _, c := range l.Calls(methods...) {
+		out = append(out, c.String())
 	}
 	return out
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// Of returns the calls of one plugin (full name), optionally only those of
+// the given methods.
+func (l *Log) Of(plugin string, methods ...string) []Call {
+	var out []Call
+	for _, c := range l.Calls(methods...) {
+		if c.Plugin == plugin {
+			out = append(out, c)
 		}
 	}
-	return false
+	return out
 }
 
 // Reset forgets the recorded calls.
@@ -112,6 +121,19 @@ func (l *Log) Wait(ctx context.Context, pred func([]Call) bool) error {
 			return fmt.Errorf("waiting for calls: %w (have %v)", ctx.Err(), l.Strings())
 		}
 	}
+}
+
+// WaitFor blocks until the log holds the call "NN-name:Method" n times.
+func (l *Log) WaitFor(ctx context.Context, call string, n int) error {
+	return l.Wait(ctx, func(calls []Call) bool {
+		k := 0
+		for _, c := range calls {
+			if c.String() == call {
+				k++
+			}
+		}
+		return k >= n
+	})
 }
 
 // Plugin is a test plugin. Set the fields, then call Start.

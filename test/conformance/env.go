@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
@@ -186,112 +187,13 @@ type Plugin interface {
 }
 
 // Call is one call a plugin received.
-type Call struct {
-	// Plugin is the plugin's full name, "NN-name".
-	Plugin string
-	// Method is the short method name, "CreateContainer".
-	Method string
-	// InstanceID is the instance id the call was addressed to.
-	InstanceID string
-	// Req is the request.
-	Req proto.Message
-}
-
-// String renders the call as "NN-name:Method".
-func (c Call) String() string { return c.Plugin + ":" + c.Method }
+type Call = testplugin.Call
 
 // CallLog records the calls of several plugins in the order they arrive.
-type CallLog struct {
-	mu      sync.Mutex
-	calls   []Call
-	changed chan struct{}
-}
+type CallLog = testplugin.Log
 
 // NewCallLog returns an empty log.
-func NewCallLog() *CallLog { return &CallLog{changed: make(chan struct{})} }
-
-// Add records a call; setups call it when a plugin receives one.
-func (l *CallLog) Add(c Call) {
-	l.mu.Lock()
-	l.calls = append(l.calls, c)
-	close(l.changed)
-	l.changed = make(chan struct{})
-	l.mu.Unlock()
-}
-
-// Calls returns the recorded calls, optionally only those of the given
-// methods.
-func (l *CallLog) Calls(methods ...string) []Call {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []Call
-	for _, c := range l.calls {
-		if len(methods) == 0 || slices.Contains(methods, c.Method) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Strings returns the calls as "NN-name:Method", optionally only those of
-// the given methods.
-func (l *CallLog) Strings(methods ...string) []string {
-	var out []string
-	for _, c := range l.Calls(methods...) {
-		out = append(out, c.String())
-	}
-	return out
-}
-
-// Of returns the calls of one plugin (full name), optionally only those of
-// the given methods.
-func (l *CallLog) Of(plugin string, methods ...string) []Call {
-	var out []Call
-	for _, c := range l.Calls(methods...) {
-		if c.Plugin == plugin {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Reset forgets the recorded calls.
-func (l *CallLog) Reset() {
-	l.mu.Lock()
-	l.calls = nil
-	l.mu.Unlock()
-}
-
-// Wait blocks until pred holds for the recorded calls or ctx ends.
-func (l *CallLog) Wait(ctx context.Context, pred func([]Call) bool) error {
-	for {
-		l.mu.Lock()
-		ok := pred(l.calls)
-		ch := l.changed
-		l.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for plugin calls: %w (have %v)", ctx.Err(), l.Strings())
-		}
-	}
-}
-
-// WaitFor blocks until the log holds the call "NN-name:Method" n times.
-func (l *CallLog) WaitFor(ctx context.Context, call string, n int) error {
-	return l.Wait(ctx, func(calls []Call) bool {
-		k := 0
-		for _, c := range calls {
-			if c.String() == call {
-				k++
-			}
-		}
-		return k >= n
-	})
-}
+func NewCallLog() *CallLog { return testplugin.NewLog() }
 
 // Applied is one request to the runtime to apply updates and evictions.
 type Applied struct {
