@@ -28,16 +28,8 @@ import (
 
 const wait = 20 * time.Second
 
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(b []byte) (int, error) {
-	w.t.Log(string(b[:len(b)-1]))
-	return len(b), nil
-}
+// testLogger logs through t while the test runs.
+func testLogger(t *testing.T) *slog.Logger { return testplugin.Logger(t) }
 
 func tempDir(t *testing.T) string {
 	dir, err := os.MkdirTemp("", "nri-")

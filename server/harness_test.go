@@ -37,18 +37,8 @@ type harness struct {
 	rt        *fakeRuntime
 }
 
-// testLogger logs through t.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(b []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(b[:len(b)-1]))
-	return len(b), nil
-}
+// testLogger logs through t while the test runs.
+func testLogger(t *testing.T) *slog.Logger { return testplugin.Logger(t) }
 
 func newHarness(t *testing.T, opts ...server.Option) *harness {
 	t.Helper()
