@@ -36,6 +36,7 @@ PROTOC_GEN_GO := $(BIN)/protoc-gen-go
 PROTOC_GEN_GO_GRPC := $(BIN)/protoc-gen-go-grpc
 PROTOC_GEN_GO_VTPROTO := $(BIN)/protoc-gen-go-vtproto
 GRPCURL := $(BIN)/grpcurl
+TESTSUM := $(BIN)/testsum
 PLUGINS := $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) $(PROTOC_GEN_GO_VTPROTO)
 TOOLS_GO_MOD := tools/go.mod tools/go.sum
 
@@ -75,7 +76,7 @@ space := $(empty) $(empty)
 ##@ Setup
 
 .PHONY: tools
-tools: $(BUF) $(PLUGINS) $(PROTOC_GEN_ES) $(PY_STAMP) ## Install buf and protoc-gen-es (npm ci), build the Go protoc plugins into .tmp/bin, create the Python venv
+tools: $(BUF) $(PLUGINS) $(PROTOC_GEN_ES) $(PY_STAMP) $(TESTSUM) ## Install buf and protoc-gen-es (npm ci), build the Go protoc plugins and testsum into .tmp/bin, create the Python venv
 
 # --ignore-scripts: the platform package has no install script to run, and
 # npm 11 would only warn about unapproved scripts anyway.
@@ -100,6 +101,10 @@ $(PROTOC_GEN_GO_VTPROTO): $(TOOLS_GO_MOD)
 $(GRPCURL): $(TOOLS_GO_MOD)
 	mkdir -p $(@D)
 	$(GO_TOOLS) build -o $@ github.com/fullstorydev/grpcurl/cmd/grpcurl
+# testsum: our own summarizer of test runners' output (tools/testsum).
+$(TESTSUM): $(TOOLS_GO_MOD) tools/testsum/main.go
+	mkdir -p $(@D)
+	$(GO_TOOLS) build -o $@ ./testsum
 
 .PHONY: grpcurl
 grpcurl: $(GRPCURL) ## Build grpcurl into .tmp/bin (use with -protoset gen/go/nri/v1beta1/nri.binpb)
@@ -196,6 +201,10 @@ lint: $(BUF) ## buf lint, buf format check, gofmt check (excluding gen/), go vet
 	pkgs="$$($(GO) list ./...)"
 	echo "+ go vet ./..."
 	if [[ -n "$$pkgs" ]]; then $(GO) vet $$pkgs; else echo "go vet: no Go packages yet"; fi
+	echo "+ gofmt -l, go vet (tools/testsum)"
+	unformatted="$$(gofmt -l tools/testsum)"
+	if [[ -n "$$unformatted" ]]; then echo "gofmt: $$unformatted needs formatting" >&2; exit 1; fi
+	$(GO_TOOLS) vet ./testsum
 
 .PHONY: breaking
 breaking: $(BUF) ## buf breaking against HEAD~1 (skipped when there is no such commit or it has no protos)
@@ -227,63 +236,123 @@ check: lint breaking generate ## lint + breaking + verify committed generated co
 	fi
 	echo "check: ok"
 
-.PHONY: test
-# The suites of `make test`, in order.
+# The suites of `make test`, in order. Each writes its counts into
+# REPORT_DIR through testsum (tools/testsum); `make test` runs every suite even
+# after one failed, then prints one table and fails if any suite failed.
 TEST_SUITES := go-test python-test ts-test rust-test e2e
+REPORT_DIR ?= $(CURDIR)/.tmp/test-report
 
-test: ## Run every test: Go (-race on server/, bridge/, plugin/), Python, TypeScript, Rust, end to end; times each
-	@for t in $(TEST_SUITES); do
+.PHONY: test
+test: $(TESTSUM) ## Run every suite (Go with -race on server/, bridge/, plugin/; Python; TypeScript; Rust; end to end), then print one summary table
+	@rm -rf $(REPORT_DIR)
+	mkdir -p $(REPORT_DIR)
+	for t in $(TEST_SUITES); do
 	  echo "== test $$t"
 	  start=$${EPOCHREALTIME/[.,]/}
-	  if ! $(MAKE) --no-print-directory $$t; then
-	    echo "== test $$t: FAILED"
-	    exit 1
-	  fi
+	  rc=0
+	  $(MAKE) --no-print-directory $$t REPORT_DIR=$(REPORT_DIR) || rc=$$?
 	  us=$$(( $${EPOCHREALTIME/[.,]/} - start ))
-	  echo "== test $$t: $$((us / 1000000)).$$((us / 100000 % 10))s"
+	  secs="$$((us / 1000000)).$$((us / 100000 % 10))"
+	  echo "$$rc $$secs $$(cat $(REPORT_DIR)/$$t.note 2>/dev/null || true)" > $(REPORT_DIR)/$$t.result
+	  if ((rc != 0)); then echo "== test $$t: FAILED (exit $$rc) after $${secs}s"; else echo "== test $$t: $${secs}s"; fi
 	done
+	$(TESTSUM) table -dir $(REPORT_DIR) $(TEST_SUITES) | tee $(REPORT_DIR)/summary.txt
 
+# -count=1: a cached pass proves nothing about flakiness.
 .PHONY: go-test
-go-test: $(GRPCURL) ## Go tests: -race on server/, bridge/ and plugin/, plain go test on the rest
+go-test: $(GRPCURL) $(TESTSUM) ## Go tests: -race on server/, bridge/ and plugin/, plain go test on the rest; both groups always run
 	@export GRPCURL=$(GRPCURL)
 	all="$$($(GO) list ./...)"
-	if [[ -z "$$all" ]]; then
-	  echo "test: no Go packages yet"
-	  exit 0
-	fi
 	mod="$$($(GO) list -m)"
 	race_re="^$${mod//./\\.}/($(subst $(space),|,$(RACE_DIRS)))(/|$$)"
 	race="$$(grep -E "$$race_re" <<<"$$all" || true)"
 	plain="$$(grep -vE "$$race_re" <<<"$$all" || true)"
-	if [[ -n "$$race" ]]; then
-	  echo "test: go test -race ($(RACE_DIRS))"
-	  CGO_ENABLED=1 $(GO) test -race $$race
-	fi
-	if [[ -n "$$plain" ]]; then
-	  echo "test: go test (everything else)"
-	  $(GO) test $$plain
-	fi
+	echo "test: go test -race ($(RACE_DIRS)), then go test (everything else)"
+	{
+	  r1=0; r2=0
+	  CGO_ENABLED=1 $(GO) test -json -count=1 -race $$race || r1=$$?
+	  $(GO) test -json -count=1 $$plain || r2=$$?
+	  exit $$((r1 | r2))
+	} 2>&1 | $(TESTSUM) go -suite go-test -dir $(REPORT_DIR)
+
+# make stress: the Go suites STRESS_RUNS times with two CPU busy loops beside
+# them (a loaded 2-core machine is where timing bugs show). STRESS_TARGET=test
+# runs every suite instead. Each run's log and report stay in
+# $(REPORT_DIR)/stress-N*; the summary names every test that failed.
+STRESS_RUNS ?= 20
+STRESS_TARGET ?= go-test
+
+.PHONY: stress
+stress: $(GRPCURL) $(TESTSUM) ## Run the Go suites STRESS_RUNS (20) times beside two busy loops; the habit before calling anything stable
+	@dir=$(REPORT_DIR)/stress
+	rm -rf $$dir
+	mkdir -p $$dir
+	( while :; do :; done ) & b1=$$!
+	( while :; do :; done ) & b2=$$!
+	trap 'kill $$b1 $$b2 2>/dev/null || true' EXIT
+	echo "stress: $(STRESS_RUNS) runs of make $(STRESS_TARGET), two busy loops (pids $$b1 $$b2) on $$(nproc) cores"
+	failed=0
+	for i in $$(seq 1 $(STRESS_RUNS)); do
+	  start=$${EPOCHREALTIME/[.,]/}
+	  rc=0
+	  $(MAKE) --no-print-directory $(STRESS_TARGET) REPORT_DIR=$$dir/run-$$i > $$dir/run-$$i.log 2>&1 || rc=$$?
+	  us=$$(( $${EPOCHREALTIME/[.,]/} - start ))
+	  secs="$$((us / 1000000)).$$((us / 100000 % 10))"
+	  if ((rc == 0)); then
+	    echo "stress: run $$i/$(STRESS_RUNS): ok ($${secs}s)"
+	  else
+	    failed=$$((failed + 1))
+	    echo "stress: run $$i/$(STRESS_RUNS): FAILED ($${secs}s), log $$dir/run-$$i.log"
+	    cat $$dir/run-$$i/*.failures 2>/dev/null | sed 's/^/    /' || true
+	  fi
+	done
+	echo "stress: $$(( $(STRESS_RUNS) - failed )) of $(STRESS_RUNS) runs passed"
+	((failed == 0))
+
+.PHONY: doctor
+doctor: ## Check every tool make test needs; name the install command for each one missing
+	@bash tools/doctor.sh
 
 ##@ Clients
 
 .PHONY: python-test
-python-test: $(PY_STAMP) clients-nrid ## Python SDK tests (pytest) against a real nrid
-	@cd $(PY_DIR) && NRID=$(CLIENTS_NRID) .venv/bin/python -m pytest -q
+python-test: $(PY_STAMP) clients-nrid $(TESTSUM) ## Python SDK tests (pytest) against a real nrid
+	@mkdir -p $(REPORT_DIR)
+	rc=0
+	(cd $(PY_DIR) && NRID=$(CLIENTS_NRID) .venv/bin/python -m pytest -q -rs --junitxml=$(REPORT_DIR)/python-test.xml) || rc=$$?
+	$(TESTSUM) junit -suite python-test -dir $(REPORT_DIR) $(REPORT_DIR)/python-test.xml || rc=$$((rc | $$?))
+	exit $$rc
 
 .PHONY: ts-build
 ts-build: $(TS_STAMP) ## Compile the TypeScript SDK (tsc) into clients/typescript/dist
 	@$(NPM) run --prefix $(TS_DIR) --silent build
 
 .PHONY: ts-test
-ts-test: $(TS_STAMP) clients-nrid ## TypeScript SDK tests (tsc, node --test) against a real nrid
-	@NRID=$(CLIENTS_NRID) $(NPM) test --prefix $(TS_DIR) --silent
+ts-test: $(TS_STAMP) clients-nrid $(TESTSUM) ## TypeScript SDK tests (tsc, node --test) against a real nrid
+	@mkdir -p $(REPORT_DIR)
+	# What `npm test` runs, with a JUnit report beside the spec output.
+	cd $(TS_DIR) && npx --no-install tsc -p tsconfig.json && npx --no-install tsc -p tsconfig.test.json
+	rc=0
+	NRID=$(CLIENTS_NRID) node --test --test-concurrency=1 \
+	  --test-reporter=spec --test-reporter-destination=stdout \
+	  --test-reporter=junit --test-reporter-destination=$(REPORT_DIR)/ts-test.xml \
+	  dist-test/test/*.test.js || rc=$$?
+	$(TESTSUM) junit -suite ts-test -dir $(REPORT_DIR) $(REPORT_DIR)/ts-test.xml || rc=$$((rc | $$?))
+	exit $$rc
 
 CARGO ?= cargo
 RUST_DIR := clients/rust
 
 .PHONY: rust-test
-rust-test: clients-nrid ## Rust SDK: rustfmt check and cargo test against a real nrid
-	@cd $(RUST_DIR) && $(CARGO) fmt --all --check && NRID_BIN=$(CLIENTS_NRID) $(CARGO) test --locked --workspace
+# Tests that need root are #[ignore = "needs root: …"]: run as root they are
+# included, otherwise the summary lists them as skipped with that reason.
+RUST_TEST_ARGS = $(if $(filter 0,$(shell id -u)),-- --include-ignored,)
+
+rust-test: clients-nrid $(TESTSUM) ## Rust SDK: rustfmt check and cargo test against a real nrid
+	@mkdir -p $(REPORT_DIR)
+	cd $(RUST_DIR)
+	$(CARGO) fmt --all --check
+	NRID_BIN=$(CLIENTS_NRID) $(CARGO) test --locked --workspace $(RUST_TEST_ARGS) 2>&1 | $(TESTSUM) cargo -suite rust-test -dir $(REPORT_DIR)
 
 .PHONY: clients-test
 clients-test: python-test ts-test rust-test ## Python, TypeScript and Rust SDK tests against a real nrid
@@ -298,12 +367,15 @@ E2E_DIR ?= /tmp/nri-e2e
 E2E_FLAGS ?=
 
 .PHONY: e2e
-e2e: ## End-to-end scenarios against containerd v2.4.2 + runc (root; test/e2e)
-	@if [[ $$(id -u) != 0 ]]; then
+e2e: $(TESTSUM) ## End-to-end scenarios against containerd v2.4.2 + runc (root; test/e2e)
+	@mkdir -p $(REPORT_DIR)
+	if [[ $$(id -u) != 0 ]]; then
 	  echo "e2e: skipped: running containerd and runc needs root (CI runs as root)"
+	  echo "needs root (containerd and runc); CI runs it as root" > $(REPORT_DIR)/e2e.note
 	  exit 0
 	fi
-	NRI_E2E_DIR=$(E2E_DIR) $(GO) test -tags e2e -count=1 -timeout 30m -v $(E2E_FLAGS) ./test/e2e/
+	NRI_E2E_DIR=$(E2E_DIR) $(GO) test -json -tags e2e -count=1 -timeout 30m -v $(E2E_FLAGS) ./test/e2e/ 2>&1 | \
+	  $(TESTSUM) go -suite e2e -dir $(REPORT_DIR)
 
 .PHONY: e2e-bench
 e2e-bench: ## Pod+container create-to-running: classic plugin on containerd vs nrid + gRPC plugin

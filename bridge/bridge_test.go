@@ -23,10 +23,14 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
-const wait = 20 * time.Second
+// wait bounds anything a test waits for: the time left before the test
+// binary's deadline (internal/testwait), so a loaded machine slows a test
+// down instead of failing it.
+func wait() time.Duration { return testwait.Bound() }
 
 // testLogger logs through t while the test runs.
 func testLogger(t *testing.T) *slog.Logger { return testplugin.Logger(t) }
@@ -68,7 +72,7 @@ func startNrid(t *testing.T, opts ...server.Option) *nrid {
 	nriv1beta1.RegisterRuntimeServiceServer(g, srv.RuntimeService())
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), wait())
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		g.Stop()
@@ -83,7 +87,7 @@ func (n *nrid) grpcPlugin(t *testing.T, idx, name string, set func(*testplugin.P
 	if set != nil {
 		set(p)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	if _, err := p.Start(ctx, n.sock, n.pluginDir); err != nil {
 		t.Fatal(err)
@@ -150,7 +154,7 @@ func attachBridge(t *testing.T, n *nrid, socket string) *bridge.RuntimeSide {
 	t.Cleanup(func() { cancel(); <-done })
 	select {
 	case <-rs.Synchronized():
-	case <-time.After(wait):
+	case <-time.After(wait()):
 		t.Fatal("the bridge did not attach to the classic runtime")
 	}
 	return rs
@@ -217,7 +221,7 @@ func startStub(t *testing.T, socket, idx string, p *classicPlugin) stub.Stub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	if err := st.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -261,7 +265,7 @@ func TestClassicRuntimeDrivesGRPCPlugin(t *testing.T) {
 	rt := startClassicRuntime(t, sock, []*v1alpha1.PodSandbox{alphaPod(1)}, []*v1alpha1.Container{alphaCtr(1, 0)})
 	attachBridge(t, n, sock)
 	rt.settled()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	if err := rt.a.RunPodSandbox(ctx, &v1alpha1.RunPodSandboxRequest{Pod: alphaPod(2)}); err != nil {
 		t.Fatal(err)
@@ -299,7 +303,7 @@ func TestClassicPluginsRunUnderServer(t *testing.T) {
 	startStub(t, sock, "20", &classicPlugin{name: "20-late", log: n.log})
 	waitFor(t, "three ready plugins", func() bool { return readyPlugins(n.srv) == 3 })
 	n.log.Reset()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	rsp, err := n.srv.CreateContainer(ctx, fixture.CreateContainerRequest(1, 0))
 	if err != nil {

@@ -39,7 +39,7 @@ func buildOldPlugin(t *testing.T, dir, name string) {
 // holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(wait())
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -63,7 +63,7 @@ func TestOldClassicPluginLaunchedAndReachedThroughStateChange(t *testing.T) {
 	ps := bridge.NewPluginSide(n.srv, bridge.WithPluginLogger(testLogger(t)))
 	sup := supervisor.New(supervisor.WithLogger(testLogger(t)))
 	t.Cleanup(func() { _ = sup.Stop(context.Background()) })
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	if err := ps.Launch(ctx, sup, pluginDir, confDir); err != nil {
 		t.Fatal(err)
@@ -245,7 +245,7 @@ func TestRuntimeRestartReattachesAndResyncs(t *testing.T) {
 	rt2 := startClassicRuntime(t, sock, []*v1alpha1.PodSandbox{alphaPod(2)}, []*v1alpha1.Container{alphaCtr(2, 0)})
 	select {
 	case <-rs.Synchronized():
-	case <-time.After(wait):
+	case <-time.After(wait()):
 		t.Fatal("the bridge did not reattach")
 	}
 	rt2.settled()
@@ -281,7 +281,7 @@ func TestRuntimeRestartReattachesAndResyncs(t *testing.T) {
 func betaPod(n int) *nriv1beta1.PodSandbox { return fixture.Pod(n) }
 
 func ctx2(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	t.Cleanup(cancel)
 	return ctx
 }

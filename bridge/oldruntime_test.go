@@ -48,7 +48,7 @@ func TestOlderRuntimePagedSyncAndStateChange(t *testing.T) {
 	}
 	defer lis.Close()
 	rs := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	done := make(chan struct{})
 	go func() { _ = rs.Run(ctx); close(done) }()

@@ -20,12 +20,15 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
 
-// wait is the generous bound on anything a test waits for.
-const wait = 20 * time.Second
+// wait bounds anything a test waits for: the time left before the test
+// binary's deadline (internal/testwait), so a loaded machine slows a test
+// down instead of failing it.
+func wait() time.Duration { return testwait.Bound() }
 
 // harness is a real server on a unix socket with real plugins.
 type harness struct {
@@ -71,7 +74,7 @@ func newHarness(t *testing.T, opts ...server.Option) *harness {
 	go func() { _ = g.Serve(lis) }()
 	h := &harness{t: t, srv: srv, sock: sock, pluginDir: pluginDir, log: testplugin.NewLog(), rt: &fakeRuntime{}}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), wait())
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		g.Stop()
@@ -103,16 +106,16 @@ func (h *harness) tryPlugin(idx, name string, set func(*testplugin.Plugin)) (*te
 	if set != nil {
 		set(p)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	_, err := p.Start(ctx, h.sock, h.pluginDir)
 	h.t.Cleanup(p.Stop)
 	return p, err
 }
 
-// ctx returns a context bounded by the generous test wait.
+// ctx returns a context bounded by wait.
 func (h *harness) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	h.t.Cleanup(cancel)
 	return ctx
 }
@@ -139,7 +142,7 @@ func (h *harness) lifecycle(n int) {
 // runLifecycle is lifecycle returning the first error; safe to call from
 // several goroutines.
 func (h *harness) runLifecycle(n int) (first error) {
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	pod := fixture.Pod(n)
 	ctr := fixture.Container(n, 0)
@@ -245,7 +248,7 @@ func runtimeClient(h *harness) nriv1beta1.RuntimeServiceClient {
 // registerRaw opens a registration session by hand and returns its first
 // message or error.
 func registerRaw(h *harness, req *nriv1beta1.RegisterPluginRequest) (*nriv1beta1.RegisterPluginResponse, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	stream, err := runtimeClient(h).RegisterPlugin(ctx, req)
 	if err != nil {

@@ -121,7 +121,7 @@ func TestPreLaunchedPluginsRegisterWithConfigAndRestart(t *testing.T) {
 // `not` is registered.
 func waitPlugin(t *testing.T, h *harness, not string, _ uint32) *nriv1beta1.PluginInfo {
 	t.Helper()
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(wait())
 	for time.Now().Before(deadline) {
 		for _, p := range h.srv.Plugins() {
 			if p.GetInstanceId() != not && p.GetState() == nriv1beta1.PluginState_PLUGIN_STATE_READY {
@@ -130,7 +130,7 @@ func waitPlugin(t *testing.T, h *harness, not string, _ uint32) *nriv1beta1.Plug
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no ready plugin (other than %q) within %v: %v", not, wait, h.srv.Plugins())
+	t.Fatalf("no ready plugin (other than %q) within %v: %v", not, wait(), h.srv.Plugins())
 	return nil
 }
 

@@ -66,6 +66,15 @@ type plugin struct {
 	timeouts timeouts
 	maxMsg   int
 
+	// catchUp is guarded by Server.syncMu.
+	catchUp struct {
+		syncing bool // a (re)synchronization is under way
+		again   bool // the runtime attached again meanwhile
+		// What vanished in those attaches, for plugins without resync.
+		gonePods []*nriv1beta1.PodSandbox
+		goneCtrs []*nriv1beta1.Container
+	}
+
 	sem   chan struct{} // one slot per allowed concurrent call
 	ready atomic.Pointer[gate]
 	epoch atomic.Uint64

@@ -181,6 +181,9 @@ func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugi
 	_, info := s.runtime()
 	p.md = metadata.Pairs(MetadataInstanceID, p.instanceID, MetadataNodeName, s.opts.nodeName, MetadataRuntimeName, info.Name)
 	p.ready.Store(newGate())
+	// Synchronizing from its cut on: an attach meanwhile marks it to catch
+	// up (beginResync). Set before the plugin is visible to anyone.
+	p.catchUp.syncing = true
 	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_CONFIGURING)
 	if err := s.grant(p, reg); err != nil {
 		_ = c.close()
@@ -209,7 +212,21 @@ func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugi
 		s.refuseConfigured(p, err)
 		return nil, err
 	}
-	s.promote(p)
+	// The runtime may have attached again since the cut: catch up on each
+	// new state before the instance takes events.
+	for {
+		gonePods, goneCtrs, again := s.takeCatchUp(p, func() { s.promote(p) })
+		if !again {
+			break
+		}
+		if err := s.resyncOnce(p, gonePods, goneCtrs); err != nil {
+			err = refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED, "",
+				"resynchronizing plugin %s: %v", p.full, err)
+			s.abandon(p)
+			s.refuseConfigured(p, err)
+			return nil, err
+		}
+	}
 	s.applyAsync(p, updates, evictions)
 	s.log.Info("plugin registered", "plugin", p.full, "instance", p.instanceID, "identity", p.identity,
 		"kind", p.kind.String(), "events", fmt.Sprintf("0x%x", p.mask), "required", p.required())

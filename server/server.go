@@ -37,6 +37,9 @@ type Server struct {
 	// resync) holds it exclusively, briefly.
 	cut  sync.RWMutex
 	pods podLocks
+	// syncMu guards every plugin's catchUp: whether it is synchronizing and
+	// what attaches it must still catch up on. Taken after cut, before mu.
+	syncMu sync.Mutex
 
 	state     *state
 	validator *validate.Validator
@@ -130,11 +133,11 @@ func (s *Server) SetRuntime(ctx context.Context, info RuntimeInfo, rt Runtime, p
 	// Every registered plugin learns the new state, on the first attach too:
 	// plugins that registered before any runtime attached were synchronized
 	// with an empty state.
-	resync := s.beginResync()
+	resync := s.beginResync(gonePods, goneCtrs)
 	s.cut.Unlock()
 	s.log.Info("runtime attached", "runtime", info.Name, "version", info.Version, "pods", len(pods), "containers", len(ctrs), "epoch", epoch)
 	for _, p := range resync {
-		go s.resync(p, gonePods, goneCtrs)
+		go s.resync(p)
 	}
 	return nil
 }

@@ -133,57 +133,111 @@ func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.
 	return last.GetUpdate(), last.GetEvict(), nil
 }
 
-// beginResync closes the gates of every ready plugin, under the
-// registration cut, so that events wait until each is resynchronized.
-func (s *Server) beginResync() []*plugin {
+// beginResync starts resynchronizing every plugin to a new runtime state,
+// under the registration cut, so that events wait until each has caught up.
+// A ready plugin gets a closed gate and is returned, to be resynchronized by
+// the caller. A plugin that is synchronizing already (a registrant after its
+// cut, or a plugin still resynchronizing to an earlier attach) is marked to
+// catch up again when that ends: its snapshot predates this state, and
+// skipping it would leave it with the old one for good.
+func (s *Server) beginResync(gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) []*plugin {
 	var out []*plugin
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sl := range s.slots {
 		sl.mu.Lock()
-		if p := sl.current; p != nil && p.state() == nriv1beta1.PluginState_PLUGIN_STATE_READY {
-			p.setState(nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING)
-			p.ready.Store(newGate())
-			out = append(out, p)
+		for _, p := range []*plugin{sl.current, sl.pending} {
+			if p == nil || p.isClosed() || p.retiring.Load() {
+				continue
+			}
+			if p.catchUp.syncing {
+				p.catchUp.again = true
+				p.catchUp.gonePods = append(p.catchUp.gonePods, gonePods...)
+				p.catchUp.goneCtrs = append(p.catchUp.goneCtrs, goneCtrs...)
+				continue
+			}
+			if p == sl.current && p.state() == nriv1beta1.PluginState_PLUGIN_STATE_READY {
+				p.catchUp.syncing = true
+				p.catchUp.gonePods, p.catchUp.goneCtrs = gonePods, goneCtrs
+				p.setState(nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING)
+				p.ready.Store(newGate())
+				out = append(out, p)
+			}
 		}
 		sl.mu.Unlock()
 	}
 	return out
 }
 
-// resync brings an already registered plugin up to a new runtime state: a
-// repeated Synchronize with a higher epoch when it declared resync support,
-// else synthesized Stop/Remove events for what vanished.
-func (s *Server) resync(p *plugin, gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) {
-	ctx := context.Background()
-	var err error
-	if p.caps.GetResync() {
-		// Each plugin counts its own synchronizations: 1 at registration,
-		// then one more per resync.
-		epoch := p.epoch.Load() + 1
-		pods, ctrs := s.state.snapshot()
-		var (
-			updates   []*nriv1beta1.ContainerUpdate
-			evictions []*nriv1beta1.ContainerEviction
-		)
-		updates, evictions, err = s.synchronize(ctx, p, pods, ctrs, epoch, nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED)
-		if err == nil {
-			p.epoch.Store(epoch)
-			s.applyAsync(p, updates, evictions)
+// takeCatchUp returns what a synchronizing plugin must still catch up on
+// (ok false: nothing, and then done ran under the same lock, so that no
+// attach can slip between the check and done).
+func (s *Server) takeCatchUp(p *plugin, done func()) (gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container, ok bool) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if !p.catchUp.again {
+		p.catchUp.syncing = false
+		done()
+		return nil, nil, false
+	}
+	gonePods, goneCtrs = p.catchUp.gonePods, p.catchUp.goneCtrs
+	p.catchUp.again, p.catchUp.gonePods, p.catchUp.goneCtrs = false, nil, nil
+	return gonePods, goneCtrs, true
+}
+
+// resync brings an already registered plugin up to a new runtime state, and
+// again for each attach that came while it did; then it opens the plugin's
+// gate.
+func (s *Server) resync(p *plugin) {
+	s.syncMu.Lock()
+	gonePods, goneCtrs := p.catchUp.gonePods, p.catchUp.goneCtrs
+	p.catchUp.gonePods, p.catchUp.goneCtrs = nil, nil
+	s.syncMu.Unlock()
+	for {
+		if err := s.resyncOnce(p, gonePods, goneCtrs); err != nil {
+			s.syncMu.Lock()
+			p.catchUp.syncing = false
+			s.syncMu.Unlock()
+			g := p.ready.Load()
+			g.ok = false
+			close(g.ch)
+			p.close(fmt.Errorf("resynchronization failed: %w", err))
+			return
 		}
-	} else {
-		err = s.synthesizeTeardown(ctx, p, gonePods, goneCtrs)
+		var again bool
+		gonePods, goneCtrs, again = s.takeCatchUp(p, func() {
+			p.setState(nriv1beta1.PluginState_PLUGIN_STATE_READY)
+			g := p.ready.Load()
+			g.ok = true
+			close(g.ch)
+		})
+		if !again {
+			return
+		}
 	}
-	g := p.ready.Load()
+}
+
+// resyncOnce tells a plugin about one new runtime state: a repeated
+// Synchronize with a higher epoch when it declared resync support, else
+// synthesized Stop/Remove events for what vanished.
+func (s *Server) resyncOnce(p *plugin, gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) error {
+	ctx := context.Background()
+	if !p.caps.GetResync() {
+		return s.synthesizeTeardown(ctx, p, gonePods, goneCtrs)
+	}
+	// Each plugin counts its own synchronizations: 1 at registration, then
+	// one more per resync.
+	epoch := p.epoch.Load() + 1
+	pods, ctrs := s.state.snapshot()
+	updates, evictions, err := s.synchronize(ctx, p, pods, ctrs, epoch, nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED)
 	if err != nil {
-		g.ok = false
-		close(g.ch)
-		p.close(fmt.Errorf("resynchronization failed: %w", err))
-		return
+		return err
 	}
-	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_READY)
-	g.ok = true
-	close(g.ch)
+	p.epoch.Store(epoch)
+	s.applyAsync(p, updates, evictions)
+	return nil
 }
 
 // synthesizeTeardown tells a plugin without resync support about the

@@ -93,6 +93,95 @@ func TestResyncRepeatsSynchronizeWithEpoch(t *testing.T) {
 	}
 }
 
+// TestResyncDuringResyncCatchesUp: the runtime attaches again while a
+// plugin is still resynchronizing to the previous attach. The plugin must
+// end up with the newest state (a third Synchronize, epoch 3), and events
+// wait until it has it. Before the fix the second attach skipped the plugin
+// (it was not READY) and it kept the old state for good.
+func TestResyncDuringResyncCatchesUp(t *testing.T) {
+	h := newHarness(t)
+	h.attach([]*nriv1beta1.PodSandbox{fixture.Pod(1)}, nil)
+	entered := make(chan uint64, 4)
+	release := make(chan struct{})
+	h.plugin("10", "resyncer", func(p *testplugin.Plugin) {
+		p.Capabilities = &nriv1beta1.Capabilities{Resync: true}
+		p.OnSynchronize = func(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+			if req.GetEpoch() == 2 {
+				entered <- req.GetEpoch()
+				<-release // hold the first resync until the runtime attached again
+			}
+			return &nriv1beta1.SynchronizeResponse{}, nil
+		}
+	})
+	h.attach([]*nriv1beta1.PodSandbox{fixture.Pod(2)}, nil)
+	<-entered
+	h.attach([]*nriv1beta1.PodSandbox{fixture.Pod(3)}, nil)
+	close(release)
+	ctx := h.ctx()
+	// An event after both attaches reaches the plugin only once it caught up.
+	if err := h.srv.RunPodSandbox(ctx, &nriv1beta1.RunPodSandboxRequest{Pod: fixture.Pod(4)}); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "calls", h.log.Strings(), []string{"10-resyncer:Configure", "10-resyncer:Synchronize",
+		"10-resyncer:Synchronize", "10-resyncer:Synchronize", "10-resyncer:RunPodSandbox"})
+	last := h.log.Calls()[3].Req.(*nriv1beta1.SynchronizeRequest)
+	if last.GetEpoch() != 3 || len(last.GetPods()) != 1 || last.GetPods()[0].GetId() != fixture.Pod(3).GetId() {
+		t.Fatalf("last resync: epoch %d, pods %v; want epoch 3 with the newest state", last.GetEpoch(), last.GetPods())
+	}
+}
+
+// TestAttachDuringRegistrationCatchesUp: the runtime attaches while a new
+// plugin synchronizes with the snapshot of its registration cut. The plugin
+// must learn the new state before it is promoted: a resync for a plugin that
+// declared it, synthesized teardown for one that did not.
+func TestAttachDuringRegistrationCatchesUp(t *testing.T) {
+	for _, resync := range []bool{true, false} {
+		t.Run(fmt.Sprintf("resync=%v", resync), func(t *testing.T) {
+			h := newHarness(t)
+			h.attach([]*nriv1beta1.PodSandbox{fixture.Pod(1)}, []*nriv1beta1.Container{fixture.Container(1, 0)})
+			syncing := make(chan struct{})
+			release := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				_, err := h.tryPlugin("10", "late", func(p *testplugin.Plugin) {
+					p.Capabilities = &nriv1beta1.Capabilities{Resync: resync}
+					p.OnSynchronize = func(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+						if req.GetEpoch() == 1 {
+							close(syncing)
+							<-release
+						}
+						return &nriv1beta1.SynchronizeResponse{}, nil
+					}
+				})
+				done <- err
+			}()
+			<-syncing
+			// SetRuntime returns once the new state is in place; the
+			// registrant is still in its first Synchronize.
+			h.attach([]*nriv1beta1.PodSandbox{fixture.Pod(2)}, nil)
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if resync {
+				eq(t, "calls", h.log.Strings(), []string{"10-late:Configure", "10-late:Synchronize", "10-late:Synchronize"})
+				r := h.log.Calls()[2].Req.(*nriv1beta1.SynchronizeRequest)
+				if r.GetEpoch() != 2 || len(r.GetPods()) != 1 || r.GetPods()[0].GetId() != fixture.Pod(2).GetId() {
+					t.Fatalf("catch-up: epoch %d, pods %v", r.GetEpoch(), r.GetPods())
+				}
+				return
+			}
+			// Without resync: what vanished since the cut arrives as
+			// teardown events, before the registration completes.
+			eq(t, "calls", h.log.Strings(), []string{"10-late:Configure", "10-late:Synchronize",
+				"10-late:StopContainer", "10-late:RemoveContainer", "10-late:StopPodSandbox", "10-late:RemovePodSandbox"})
+			if id := h.log.Calls()[2].Req.(*nriv1beta1.StopContainerRequest).GetContainer().GetId(); id != fixture.Container(1, 0).GetId() {
+				t.Errorf("synthesized stop for %s", id)
+			}
+		})
+	}
+}
+
 func TestResyncWithoutCapabilitySynthesizesTeardown(t *testing.T) {
 	h := newHarness(t)
 	h.attach([]*nriv1beta1.PodSandbox{fixture.Pod(1), fixture.Pod(2)},
@@ -153,7 +242,7 @@ func TestConcurrentPodsKeepPerPodOrder(t *testing.T) {
 			default:
 			}
 			p := &testplugin.Plugin{Name: "flaky", Index: "40", Log: testplugin.NewLog(), Events: server.AllEvents &^ server.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)}
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			ctx, cancel := context.WithTimeout(context.Background(), wait())
 			if _, err := p.Start(ctx, h.sock, h.pluginDir); err != nil {
 				t.Errorf("restart %d: %v", i, err)
 			}

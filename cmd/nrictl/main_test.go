@@ -27,11 +27,14 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
-// wait bounds anything a test waits for.
-const wait = 20 * time.Second
+// wait bounds anything a test waits for: the time left before the test
+// binary's deadline (internal/testwait), so a loaded machine slows a test
+// down instead of failing it.
+func wait() time.Duration { return testwait.Bound() }
 
 // nrid is a real NRI server served the way nrid serves it, on a socket of
 // its own, with real plugins registering over gRPC.
@@ -71,7 +74,7 @@ func startNrid(t *testing.T) *nrid {
 	healthpb.RegisterHealthServer(g, hs)
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), wait())
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		g.Stop()
@@ -86,7 +89,7 @@ func (n *nrid) plugin(idx, name string, set func(*testplugin.Plugin)) *testplugi
 	if set != nil {
 		set(p)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	_, err := p.Start(ctx, n.sock, n.pluginDir)
 	n.t.Cleanup(p.Stop)
@@ -99,7 +102,7 @@ func (n *nrid) plugin(idx, name string, set func(*testplugin.Plugin)) *testplugi
 // lifecycle runs pod n with one container through every event.
 func (n *nrid) lifecycle(i int) {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	pod, ctr := fixture.Pod(i), fixture.Container(i, 0)
 	check := func(err error) {
@@ -128,7 +131,7 @@ func (n *nrid) nrictl(args ...string) (string, string, error) {
 }
 
 func (n *nrid) nrictlTo(stderr io.Writer, args ...string) (string, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	var out, errb bytes.Buffer
 	var ew io.Writer = &errb
