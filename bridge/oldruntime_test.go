@@ -58,7 +58,12 @@ func TestOlderRuntimePagedSyncAndStateChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := multiplex.Multiplex(conn)
+	// Blocked until both conns are set up, as pkg/adaptation does: the
+	// multiplexer drops frames for a conn nobody listens on yet, and the
+	// bridge sends RegisterPlugin as soon as it is connected (on a loaded
+	// machine it arrived before Listen, was dropped, and the bridge's
+	// reconnection found nobody accepting: the test hung).
+	mux := multiplex.Multiplex(conn, multiplex.WithBlockedRead())
 	defer mux.Close()
 	rl, err := mux.Listen(multiplex.RuntimeServiceConn)
 	if err != nil {
@@ -79,6 +84,7 @@ func TestOlderRuntimePagedSyncAndStateChange(t *testing.T) {
 	client := ttrpc.NewClient(pc)
 	defer client.Close()
 	plugin := v1alpha1.NewPluginClient(client)
+	mux.Unblock()
 
 	select {
 	case r := <-reg.reg:

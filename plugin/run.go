@@ -23,6 +23,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/apidesc"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
+	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 )
@@ -280,7 +281,7 @@ func (p *Plugin) newServer() (*grpc.Server, *health.Server, error) {
 		grpc.ChainUnaryInterceptor(p.unaryInterceptor),
 		grpc.ChainStreamInterceptor(p.streamInterceptor),
 	}, flowctl.ServerOptions()...)...)
-	nriv1beta1.RegisterPluginServiceServer(srv, &service{p: p})
+	nriv1beta1.RegisterPluginServiceServer(grpcreg.Registrar(srv), &service{p: p})
 	hs := health.NewServer()
 	setHealth(hs, healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)

@@ -211,16 +211,16 @@ func (s *Server) mayValidate(req *nriv1beta1.CreateContainerRequest) bool {
 // rejection, an error or an unavailable validator fails the creation.
 func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRequest, m *merge.Create,
 	out *nriv1beta1.AdaptationServiceCreateContainerResponse, rec *nriv1beta1.DispatchRecord) error {
-	var validators []*plugin
+	// Validators are waited for (each within its own timeout, below); the
+	// list of registered plugins never waits for anybody.
+	var validators []*slot
 	var all []*nriv1beta1.PluginInstance
 	for _, sl := range *s.order.Load() {
-		p := sl.target(ctx)
-		if p == nil {
-			continue
+		if p := sl.registered(); p != nil {
+			all = append(all, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
 		}
-		all = append(all, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
-		if p.mask&evValidate.mask() != 0 {
-			validators = append(validators, p)
+		if sl.instanceFor(evValidate.mask()) != nil {
+			validators = append(validators, sl)
 		}
 	}
 	runDefault := s.validator.Enabled()
@@ -268,12 +268,32 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 	results := make([]result, len(validators))
 	pcs := make([]*nriv1beta1.PluginCall, len(validators))
 	var wg sync.WaitGroup
-	for i, p := range validators {
+	names := make([]string, len(validators))
+	for i, sl := range validators {
+		names[i] = sl.full
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			inst := sl.instanceFor(evValidate.mask())
+			if inst == nil {
+				return // unsubscribed meanwhile
+			}
+			timeout := inst.timeouts.forEvent(evValidate.event)
+			deadline := time.Now().Add(timeout)
+			p, ready, _ := sl.target(ctx, evValidate.mask(), deadline)
+			if p == nil && ready {
+				return // gone meanwhile (evicted, closed)
+			}
+			if p == nil {
+				// Validators fail closed: one still synchronizing when its
+				// time ran out fails the creation.
+				err := status.Errorf(codes.Unavailable, "not ready (synchronizing) within its %v", timeout.Round(time.Millisecond))
+				s.observe(inst, evValidate, nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE, timeout, nil, err)
+				results[i] = result{err: err}
+				return
+			}
 			start := time.Now()
-			rsp, err := p.call(ctx, evValidate.method, p.timeouts.forEvent(evValidate.event), vreq, nil,
+			rsp, err := p.call(ctx, evValidate.method, time.Until(deadline), vreq, nil,
 				newRsp[nriv1beta1.ValidateContainerAdjustmentResponse]())
 			d := time.Since(start)
 			outcome := nriv1beta1.CallOutcome_CALL_OUTCOME_OK
@@ -305,18 +325,21 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 		}
 	}
 	for i, r := range results {
-		p := validators[i]
+		full := names[i]
 		if r.err != nil {
-			return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED, []string{p.full},
-				"validator plugin %s failed: %s", p.full, status.Convert(r.err).Message())
+			return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED, []string{full},
+				"validator plugin %s failed: %s", full, status.Convert(r.err).Message())
+		}
+		if r.rsp == nil {
+			continue
 		}
 		if r.rsp.GetReject() {
 			reason := r.rsp.GetReason()
 			if reason == "" {
 				reason = "unknown rejection reason"
 			}
-			return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED, []string{p.full},
-				"validator %q rejected container adjustment, reason: %s", p.full, reason)
+			return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED, []string{full},
+				"validator %q rejected container adjustment, reason: %s", full, reason)
 		}
 	}
 	return nil

@@ -101,9 +101,54 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 	if apply != nil {
 		last = lastRemote(order, ev.mask())
 	}
+	share := newBudgetShare(ctx, order, ev.mask())
 	for i, sl := range order {
-		p := sl.target(ctx)
-		if p == nil || p.mask&ev.mask() == 0 {
+		inst := sl.instanceFor(ev.mask())
+		if inst == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return errs, status.FromContextError(err).Err()
+		}
+		timeout := inst.timeouts.forEvent(ev.event)
+		// cut: the call's time was shortened by the caller's budget or by
+		// waiting for the plugin to be ready, so a timeout is a skip, not
+		// the plugin's own failure (no eviction).
+		cut := false
+		if left, ok := share.allowed(i); ok {
+			if left <= 0 {
+				// The caller's budget is spent: skip the plugin, or fail
+				// the event if it is required.
+				s.observe(inst, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, 0, recordCall(rec, inst, 0), nil)
+				if inst.required() && ev.creating {
+					return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+						[]string{inst.full}, "%s: required plugin %s was not reached within the time budget", ev.name, inst.full)
+				}
+				continue
+			}
+			if left < timeout {
+				timeout, cut = left, true
+			}
+		}
+		deadline := time.Now().Add(timeout)
+		p, ready, waited := sl.target(ctx, ev.mask(), deadline)
+		if p == nil {
+			if ready {
+				continue // it unsubscribed meanwhile (a new instance)
+			}
+			if err := ctx.Err(); err != nil {
+				return errs, status.FromContextError(err).Err()
+			}
+			// Still synchronizing when its time for the event ran out: an
+			// availability failure under its own policy, not an eviction.
+			err := status.Errorf(codes.Unavailable, "plugin %s was not ready (synchronizing) within its %v for %s",
+				inst.full, timeout.Round(time.Millisecond), ev.name)
+			s.observe(inst, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, timeout, recordCall(rec, inst, timeout), err)
+			if inst.required() && ev.creating {
+				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+					[]string{inst.full}, "%s: required plugin %s is unavailable: %s", ev.name, inst.full, status.Convert(err).Message())
+			}
+			s.opts.metrics.FailedOpen(inst.full, ev.event, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED)
 			continue
 		}
 		if dry != nil && !p.caps.GetDryRun() {
@@ -114,31 +159,27 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			}
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return errs, status.FromContextError(err).Err()
-		}
-		timeout := p.timeouts.forEvent(ev.event)
-		budgeted := false
-		if left, ok := budgetLeft(ctx); ok {
-			if left <= 0 {
-				// The caller's budget is spent: skip the plugin, or fail
-				// the event if it is required.
-				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, 0, recordCall(rec, p, 0), nil)
-				if p.required() && ev.creating {
-					return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
-						[]string{p.full}, "%s: required plugin %s was not reached within the time budget", ev.name, p.full)
-				}
-				continue
-			}
-			if left < timeout {
-				timeout, budgeted = left, true
-			}
+		if waited {
+			timeout, cut = time.Until(deadline), true
 		}
 		if raw == nil && p.c.remote() {
 			var err error
 			if raw, err = codec.Encode(req); err != nil {
 				return errs, status.Errorf(codes.Internal, "encoding %s: %v", ev.name, err)
 			}
+		}
+		if raw != nil && len(raw) > p.maxMsg {
+			// nrid cannot send it: the plugin's failure policy applies, but
+			// the plugin did nothing wrong and stays registered.
+			err := status.Errorf(codes.ResourceExhausted, "%s request of %d bytes is over plugin %s's maximum message size of %d bytes",
+				ev.name, len(raw), p.full, p.maxMsg)
+			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, 0, recordCall(rec, p, 0), err)
+			if p.required() && ev.creating {
+				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+					[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, status.Convert(err).Message())
+			}
+			s.opts.metrics.FailedOpen(p.full, ev.event, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED)
+			continue
 		}
 		start := time.Now()
 		rsp, err := p.call(ctx, ev.method, timeout, req, raw, newRsp)
@@ -190,9 +231,9 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			return errs, status.FromContextError(ctx.Err()).Err()
 		}
 		outcome, avail := classify(err)
-		if avail && budgeted && outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT {
-			// Cut short by the caller's budget, not by its own timeout:
-			// skipped, not disconnected.
+		if avail && cut && outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT {
+			// Cut short by the caller's budget or the wait for it, not by
+			// its own timeout: skipped, not disconnected.
 			outcome = nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED
 		}
 		if avail {
@@ -202,7 +243,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			}
 			if p.required() && ev.creating {
 				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
-					[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, status.Convert(err).Message())
+					[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, clip(status.Convert(err).Message()))
 			}
 			s.opts.metrics.FailedOpen(p.full, ev.event, outcome)
 			if pc != nil {
@@ -214,14 +255,14 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_VETO, d, pc, err)
 			st := status.Convert(err)
 			return errs, dispatchError(st.Code(), nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_VETOED, []string{p.full},
-				"plugin %s vetoed %s: %s", p.full, ev.name, st.Message())
+				"plugin %s vetoed %s: %s", p.full, ev.name, clip(st.Message()))
 		}
 		s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_ERROR, d, pc, err)
 		st := status.Convert(err)
 		errs = append(errs, &nriv1beta1.PluginError{
 			Plugin:  &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
 			Code:    int32(st.Code()),
-			Message: st.Message(),
+			Message: clip(st.Message()),
 		})
 	}
 	return errs, nil
@@ -243,8 +284,9 @@ func classify(err error) (nriv1beta1.CallOutcome, bool) {
 }
 
 // afterFailure disconnects a plugin after an availability failure, as its
-// policy says: a lost connection or a protocol error always, a timeout
-// unless the plugin asked to stay connected.
+// policy says: a lost connection or a protocol error (UNIMPLEMENTED, an
+// undecodable or malformed response) always, a timeout unless the plugin
+// asked to stay connected, RESOURCE_EXHAUSTED and CANCELLED never.
 func (s *Server) afterFailure(p *plugin, outcome nriv1beta1.CallOutcome, err error) {
 	switch {
 	case outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT:
@@ -253,10 +295,14 @@ func (s *Server) afterFailure(p *plugin, outcome nriv1beta1.CallOutcome, err err
 			go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "request handling timeout")
 		}
 	case status.Code(err) == codes.Unavailable:
-		p.close(fmt.Errorf("plugin unavailable: %s", status.Convert(err).Message()))
+		p.close(fmt.Errorf("plugin unavailable: %s", clip(status.Convert(err).Message())))
+	case !isGarbage(err) && (status.Code(err) == codes.ResourceExhausted || status.Code(err) == codes.Canceled):
+		// Busy, or it gave up on this call: this event's failure under its
+		// policy, nothing more. These are availability failures
+		// (docs/PROTOCOL.md §8), never a reason to evict a plugin.
 	default:
 		p.retiring.Store(true)
-		go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "protocol error: "+status.Convert(err).Message())
+		go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "protocol error: "+clip(status.Convert(err).Message()))
 	}
 }
 
@@ -277,13 +323,13 @@ func (s *Server) observe(p *plugin, ev *eventInfo, outcome nriv1beta1.CallOutcom
 	}
 	if err != nil {
 		p.noteError(err)
-		s.log.Debug("plugin call failed", "plugin", p.full, "event", ev.name, "outcome", outcome.String(), "error", err)
+		s.log.Debug("plugin call failed", "plugin", p.full, "event", ev.name, "outcome", outcome.String(), "error", clip(err.Error()))
 	}
 	s.opts.metrics.PluginCall(p.full, ev.event, outcome, d)
 	if pc != nil {
 		pc.Outcome = outcome
 		if err != nil {
-			pc.Error = status.Convert(err).Message()
+			pc.Error = clip(status.Convert(err).Message())
 		}
 	}
 }
@@ -302,6 +348,49 @@ func recordCall(rec *nriv1beta1.DispatchRecord, p *plugin, d time.Duration) *nri
 	return pc
 }
 
+// budgetShare divides a caller's budget (WithBudget) among the plugins an
+// event goes to, so that a hung plugin is cut early enough for the plugins
+// after it: each later subscribed plugin keeps a reserve of the budget,
+// together half of it (total / (2 × subscribed plugins) each). A plugin may
+// use everything else that is left. With one plugin it may use it all; with
+// three plugins and classic NRI's 2 s (minus the bridge's margin), the first
+// may use about 1.3 s and each later one is sure of about 0.3 s.
+type budgetShare struct {
+	on       bool
+	deadline time.Time
+	reserve  time.Duration
+	after    []int // subscribed slots after each position
+}
+
+func newBudgetShare(ctx context.Context, order []*slot, mask uint32) budgetShare {
+	d, ok := ctx.Value(budgetKey{}).(time.Time)
+	if !ok {
+		return budgetShare{}
+	}
+	after := make([]int, len(order))
+	n := 0
+	for i := len(order) - 1; i >= 0; i-- {
+		after[i] = n
+		if order[i].instanceFor(mask) != nil {
+			n++
+		}
+	}
+	b := budgetShare{on: true, deadline: d, after: after}
+	if n > 0 {
+		b.reserve = time.Until(d) / time.Duration(2*n)
+	}
+	return b
+}
+
+// allowed returns how long the plugin at position i may take (ok false:
+// no budget).
+func (b budgetShare) allowed(i int) (time.Duration, bool) {
+	if !b.on {
+		return 0, false
+	}
+	return time.Until(b.deadline) - b.reserve*time.Duration(b.after[i]), true
+}
+
 type budgetKey struct{}
 
 // WithBudget bounds the dispatch of the events started with ctx: plugins
@@ -312,12 +401,4 @@ type budgetKey struct{}
 // timeout; the context's own deadline should be later than the budget.
 func WithBudget(ctx context.Context, deadline time.Time) context.Context {
 	return context.WithValue(ctx, budgetKey{}, deadline)
-}
-
-func budgetLeft(ctx context.Context) (time.Duration, bool) {
-	d, ok := ctx.Value(budgetKey{}).(time.Time)
-	if !ok {
-		return 0, false
-	}
-	return time.Until(d), true
 }

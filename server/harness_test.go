@@ -17,6 +17,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
+	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
@@ -69,8 +70,8 @@ func newHarness(t *testing.T, opts ...server.Option) *harness {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer(grpc.Creds(peercred.Credentials{}), codec.ServerOption())
-	nriv1beta1.RegisterRuntimeServiceServer(g, srv.RuntimeService())
-	nriv1beta1.RegisterAdaptationServiceServer(g, srv.AdaptationService())
+	nriv1beta1.RegisterRuntimeServiceServer(grpcreg.Registrar(g), srv.RuntimeService())
+	nriv1beta1.RegisterAdaptationServiceServer(grpcreg.Registrar(g), srv.AdaptationService())
 	go func() { _ = g.Serve(lis) }()
 	h := &harness{t: t, srv: srv, sock: sock, pluginDir: pluginDir, log: testplugin.NewLog(), rt: &fakeRuntime{}}
 	t.Cleanup(func() {
@@ -128,6 +129,17 @@ func (h *harness) adaptation() nriv1beta1.AdaptationServiceClient {
 	}
 	h.t.Cleanup(func() { cc.Close() })
 	return nriv1beta1.NewAdaptationServiceClient(cc)
+}
+
+// runtimeClient returns a RuntimeService client, for requests no test
+// plugin would send.
+func (h *harness) runtimeClient() nriv1beta1.RuntimeServiceClient {
+	cc, err := grpc.NewClient("unix://"+h.sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { cc.Close() })
+	return nriv1beta1.NewRuntimeServiceClient(cc)
 }
 
 // lifecycle drives a pod with one container through every event, as

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/utf8check"
 )
 
 // Metadata keys on every server-to-plugin call.
@@ -131,31 +133,31 @@ func (p *plugin) isClosed() bool {
 }
 
 // wait blocks until the plugin is ready to receive events (it may be
-// synchronizing after the registration cut, or resynchronizing), bounded by
-// its synchronization budget and ctx. It reports whether the plugin can be
-// called.
-func (p *plugin) wait(ctx context.Context) bool {
+// synchronizing after the registration cut, or resynchronizing), at most
+// until deadline or ctx ends. It reports whether the plugin can be called,
+// and whether it had to wait for that.
+func (p *plugin) wait(ctx context.Context, deadline time.Time) (ok, waited bool) {
 	if p.retiring.Load() {
-		return false
+		return false, false
 	}
 	g := p.ready.Load()
 	select {
 	case <-g.ch:
-		return g.ok && !p.isClosed()
+		return g.ok && !p.isClosed(), false
 	default:
 	}
 	start := time.Now()
-	t := time.NewTimer(p.timeouts.sync + p.s.opts.registrationTimeout)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	defer func() { p.s.opts.metrics.CutWait(p.full, time.Since(start)) }()
 	select {
 	case <-g.ch:
-		return g.ok && !p.isClosed()
+		return g.ok && !p.isClosed(), true
 	case <-ctx.Done():
 	case <-t.C:
 	case <-p.closed:
 	}
-	return false
+	return false, true
 }
 
 // callContext derives the context of one call: the plugin's timeout for the
@@ -184,8 +186,27 @@ func (p *plugin) call(ctx context.Context, method string, d time.Duration, req p
 		return nil, errClosed
 	}
 	defer func() { <-p.sem }()
-	return p.c.invoke(cctx, method, req, raw, newRsp)
+	rsp, err := p.c.invoke(cctx, method, req, raw, newRsp)
+	if err != nil {
+		return nil, err
+	}
+	// The fast decoder does not check strings: a plugin's invalid UTF-8
+	// must not reach a runtime (whose protobuf-go client could not decode
+	// the answer) or nrid's own clients.
+	if field := utf8check.Check(rsp); field != "" {
+		return nil, protocolError{status.Newf(codes.Internal, "the plugin's response is malformed: %s is not valid UTF-8", field)}
+	}
+	return rsp, nil
 }
+
+// protocolError is a response nrid refuses to take (not one the plugin
+// meant as an error): an availability failure, and the plugin is evicted.
+type protocolError struct{ st *status.Status }
+
+func (e protocolError) Error() string { return e.st.Err().Error() }
+
+// GRPCStatus lets status.Convert and status.Code see the status.
+func (e protocolError) GRPCStatus() *status.Status { return e.st }
 
 // close ends the plugin's registration for good: its session ends, its
 // connection closes and it leaves the dispatch order.
@@ -232,7 +253,7 @@ type shutdownError struct {
 func (e *shutdownError) Error() string { return e.reason }
 
 func (p *plugin) noteError(err error) {
-	s := err.Error()
+	s := clip(err.Error())
 	p.lastErr.Store(&s)
 }
 
@@ -273,6 +294,10 @@ func (p *plugin) String() string { return fmt.Sprintf("%s[%s]", p.full, p.instan
 // isGarbage reports a response the gRPC client could not decode (the
 // client library's own INTERNAL error, not one the plugin returned).
 func isGarbage(err error) bool {
+	var pe protocolError
+	if errors.As(err, &pe) {
+		return true
+	}
 	s, ok := status.FromError(err)
 	return ok && s.Code() == codes.Internal && strings.HasPrefix(s.Message(), "grpc: failed to unmarshal")
 }

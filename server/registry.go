@@ -63,23 +63,89 @@ func (sl *slot) anyInstance(f func(*plugin) bool) bool {
 	return (sl.current != nil && f(sl.current)) || (sl.pending != nil && f(sl.pending))
 }
 
-// target returns the instance an event goes to, waiting for a pending
-// instance to finish synchronizing first (the registration cut): events after
-// the cut must reach the new instance, which has not seen them in its
-// snapshot. nil means nobody is there.
-func (sl *slot) target(ctx context.Context) *plugin {
+// instanceFor returns the instance an event of mask would go to without
+// waiting: the pending instance if it subscribes to mask, else the current
+// one if it does; nil when neither does.
+func (sl *slot) instanceFor(mask uint32) *plugin {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.pending != nil && sl.pending.mask&mask != 0 {
+		return sl.pending
+	}
+	if sl.current != nil && sl.current.mask&mask != 0 {
+		return sl.current
+	}
+	return nil
+}
+
+// registered returns the slot's registered instance without waiting: the
+// current one unless it is going (evicted, closed), else a pending one
+// that has finished synchronizing.
+func (sl *slot) registered() *plugin {
 	sl.mu.Lock()
 	cur, pend := sl.current, sl.pending
 	sl.mu.Unlock()
-	if pend != nil {
-		if pend.wait(ctx) {
-			return pend
-		}
-	}
-	if cur != nil && cur.wait(ctx) {
+	if cur != nil && !cur.retiring.Load() && !cur.isClosed() {
 		return cur
 	}
+	if pend != nil {
+		g := pend.ready.Load()
+		select {
+		case <-g.ch:
+			if g.ok {
+				return pend
+			}
+		default:
+		}
+	}
 	return nil
+}
+
+// gateFailed reports a gate closed because the synchronization failed.
+func gateFailed(g *gate) bool {
+	select {
+	case <-g.ch:
+		return !g.ok
+	default:
+		return false
+	}
+}
+
+// target returns the instance an event of mask goes to. An instance that
+// does not subscribe to mask is never waited for. A pending instance (the
+// registration cut: events after the cut must reach it, as its snapshot
+// does not have them) or a resynchronizing one is waited for, but only until
+// deadline, which the caller derives from the plugin's own timeout for the
+// event: a slow or hung registrant delays only the events it subscribed to,
+// and only within its own budget. When the pending instance is not ready in
+// time the current one, if subscribed and ready, gets the event.
+//
+// p is nil when no live instance subscribes to mask (ready true) or none
+// became ready by deadline (ready false: an availability failure of that
+// plugin).
+// waited reports that the event had to wait (the call has less time left
+// than the plugin's timeout).
+func (sl *slot) target(ctx context.Context, mask uint32, deadline time.Time) (p *plugin, ready, waited bool) {
+	sl.mu.Lock()
+	cur, pend := sl.current, sl.pending
+	sl.mu.Unlock()
+	subscribed := false
+	for _, inst := range []*plugin{pend, cur} {
+		if inst == nil || inst.mask&mask == 0 {
+			continue
+		}
+		ok, w := inst.wait(ctx, deadline)
+		waited = waited || w
+		if ok {
+			return inst, true, waited
+		}
+		// One that is going (evicted, closed, its synchronization failed)
+		// is absent, not late.
+		if g := inst.ready.Load(); !inst.retiring.Load() && !inst.isClosed() && !gateFailed(g) {
+			subscribed = true
+		}
+	}
+	return nil, !subscribed, waited
 }
 
 // Registration describes a plugin to register.
@@ -151,7 +217,7 @@ func (s *Server) RegisterInProcess(ctx context.Context, reg Registration, impl n
 // promotion. On failure the connection is closed and the error is a status
 // naming the rule.
 func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugin, error) {
-	if err := checkIdentity(reg.Name, reg.Index); err != nil {
+	if err := checkRegistration(reg); err != nil {
 		_ = c.close()
 		return nil, err
 	}
@@ -250,10 +316,7 @@ func (s *Server) grant(p *plugin, reg Registration) error {
 		MaxMessageSize:     uint32(s.opts.maxMessageSize),
 	}
 	if m := want.GetMaxMessageSize(); m != 0 {
-		if m < 64<<10 {
-			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
-				"capabilities.max_message_size", "capabilities.max_message_size: %d is below the minimum of 65536 bytes", m)
-		}
+		// checkRegistration refused anything below the minimum.
 		caps.MaxMessageSize = min(m, caps.MaxMessageSize)
 	}
 	p.caps = caps
@@ -498,21 +561,27 @@ func (s *Server) registered(p *plugin) *nriv1beta1.Registered {
 	}
 }
 
-// checkIdentity applies classic NRI's rules for plugin names and indices.
+// checkIdentity applies classic NRI's rules for plugin names and indices,
+// with a maximum length for names. Errors quote at most a prefix of the
+// value.
 func checkIdentity(name, idx string) error {
 	if name == "" {
 		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_NAME, "plugin_name",
 			"plugin_name: must not be empty")
 	}
+	if len(name) > MaxPluginNameLen {
+		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_NAME, "plugin_name",
+			"plugin_name: %d bytes, the maximum is %d", len(name), MaxPluginNameLen)
+	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.+-", r)) {
 			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_NAME, "plugin_name",
-				"plugin_name: %q contains %q; allowed are [a-zA-Z0-9_.+-]", name, r)
+				"plugin_name: %s contains %q; allowed are [a-zA-Z0-9_.+-]", quote(name), r)
 		}
 	}
 	if len(idx) != 2 || idx[0] < '0' || idx[0] > '9' || idx[1] < '0' || idx[1] > '9' {
 		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_INDEX, "plugin_idx",
-			"plugin_idx: %q must be exactly two ASCII digits", idx)
+			"plugin_idx: %s must be exactly two ASCII digits", quote(idx))
 	}
 	return nil
 }

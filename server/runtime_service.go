@@ -53,9 +53,6 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 	if !ok {
 		return status.Error(codes.Unauthenticated, "the caller has no identity: connect over the unix socket or authenticate")
 	}
-	if err := checkIdentity(req.GetPluginName(), req.GetPluginIdx()); err != nil {
-		return err
-	}
 	reg := Registration{
 		Name:          req.GetPluginName(),
 		Index:         req.GetPluginIdx(),
@@ -68,6 +65,12 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 		PluginVersion: req.GetPluginVersion(),
 	}
 	reg.Caller = id.Name
+	// Everything that needs no state is checked before anything else, the
+	// dial included: a refusal names the real problem and quotes no more
+	// than a prefix of bad input.
+	if err := checkRegistration(reg); err != nil {
+		return err
+	}
 	if err := s.bindLaunched(&reg, &id); err != nil {
 		return err
 	}

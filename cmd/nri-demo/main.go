@@ -36,6 +36,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
+	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/version"
@@ -107,8 +108,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	gs := grpc.NewServer(append(flowctl.ServerOptions(), grpc.Creds(peercred.Credentials{}), codec.ServerOption())...)
-	nriv1beta1.RegisterRuntimeServiceServer(gs, srv.RuntimeService())
-	nriv1beta1.RegisterAdaptationServiceServer(gs, srv.AdaptationService())
+	nriv1beta1.RegisterRuntimeServiceServer(grpcreg.Registrar(gs), srv.RuntimeService())
+	nriv1beta1.RegisterAdaptationServiceServer(grpcreg.Registrar(gs), srv.AdaptationService())
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
 	fmt.Fprintf(out, "NRI server listening on %s\n", sock)

@@ -27,6 +27,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/apidesc"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
+	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
 	"github.com/nri-grpc/nri-grpc/internal/metrics"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
@@ -151,9 +152,11 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 
 	newGRPC := func(extra ...grpc.ServerOption) (*grpc.Server, error) {
 		g := grpc.NewServer(append(append([]grpc.ServerOption(nil), common...), extra...)...)
-		nriv1beta1.RegisterRuntimeServiceServer(g, rs)
-		nriv1beta1.RegisterAdaptationServiceServer(g, as)
-		nriv1beta1.RegisterAdminServiceServer(g, admin)
+		// Requests that do not decode are the caller's fault: INVALID_ARGUMENT.
+		reg := grpcreg.Registrar(g)
+		nriv1beta1.RegisterRuntimeServiceServer(reg, rs)
+		nriv1beta1.RegisterAdaptationServiceServer(reg, as)
+		nriv1beta1.RegisterAdminServiceServer(reg, admin)
 		healthpb.RegisterHealthServer(g, d.health)
 		if err := apidesc.RegisterReflection(g, withAPI{g}); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/nri-grpc/nri-grpc/internal/classicwire"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 )
 
 // frame builds a multiplexer frame carrying one ttrpc message.
@@ -74,12 +75,12 @@ func FuzzRead(f *testing.F) {
 				}
 			}
 		}()
-		_ = runtime.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		_ = runtime.SetWriteDeadline(time.Now().Add(testwait.Bound()))
 		_, _ = runtime.Write(data)
 		_ = runtime.Close()
 		select {
 		case <-c.Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(testwait.Bound()):
 			t.Fatal("the connection did not end after its peer closed")
 		}
 		if bytes.HasPrefix(data, valid) {
@@ -123,5 +124,36 @@ func TestValidRequestReachesHandler(t *testing.T) {
 	}
 	if want := []byte{0x12, 0x02, 0x08, 0x01}; !bytes.Equal(body, want) {
 		t.Fatalf("answer %x, want %x", body, want)
+	}
+}
+
+// TestEmptyMessageEndingAFrameIsServedAtOnce: a message with an empty
+// payload whose header ends its frame is handed on when the frame ends,
+// not when the next frame on its conn arrives.
+func TestEmptyMessageEndingAFrameIsServedAtOnce(t *testing.T) {
+	runtime, plugin := net.Pipe()
+	defer runtime.Close()
+	got := make(chan string, 1)
+	c := classicwire.New(plugin, func(_ context.Context, method string, _ []byte) ([]byte, error) {
+		got <- method
+		return nil, nil
+	})
+	defer c.Close()
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := runtime.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	go func() { _, _ = runtime.Write(frame(classicwire.PluginConn, 1, 1, 0, nil)) }()
+	select {
+	case m := <-got:
+		if m != "" {
+			t.Fatalf("handler got method %q for an empty request", m)
+		}
+	case <-time.After(testwait.Bound()):
+		t.Fatal("the empty request was never served")
 	}
 }

@@ -162,11 +162,17 @@ func (c *Conn) fail(err error) {
 // read is the connection's only reader: it reassembles each multiplexed
 // connection's stream into ttrpc messages, serves requests on
 // PluginConn and delivers responses on RuntimeConn.
+//
+// Frames are read straight into the messages they carry: once a message's
+// header is complete, its payload is allocated whole and every later frame's
+// bytes are copied into place, so reassembly costs one copy of each byte
+// however the runtime cuts the stream. Every message gets a buffer of its
+// own that is handed over and never written again (handlers keep it).
 func (c *Conn) read() {
 	br := bufio.NewReaderSize(c.trunk, 64<<10)
 	var (
-		hdr     [muxHeaderLen]byte
-		pending = map[uint32][]byte{} // incomplete messages, by conn id
+		hdr [muxHeaderLen]byte
+		asm [2]assembly // PluginConn's and RuntimeConn's partial messages
 	)
 	for {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
@@ -178,31 +184,41 @@ func (c *Conn) read() {
 			c.fail(fmt.Errorf("classicwire: conn %d: frame of %d bytes, the maximum is %d", id, n, maxFrame))
 			return
 		}
-		// A buffer of its own for every frame: messages sliced from it are
-		// handed over and never overwritten.
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(br, buf); err != nil {
-			c.fail(readError(err))
-			return
-		}
 		if id != PluginConn && id != RuntimeConn {
-			continue // like the multiplexer: frames for unknown conns are dropped
-		}
-		if p := pending[id]; len(p) > 0 {
-			buf = append(p, buf...)
-		}
-		for len(buf) >= msgHeaderLen {
-			l := binary.BigEndian.Uint32(buf[0:4])
-			if l > MaxMessage {
-				c.fail(fmt.Errorf("classicwire: conn %d: message of %d bytes, the maximum is %d", id, l, MaxMessage))
+			// Like the multiplexer: frames for unknown conns are dropped.
+			if _, err := br.Discard(int(n)); err != nil {
+				c.fail(readError(inFrame(err)))
 				return
 			}
-			if len(buf) < msgHeaderLen+int(l) {
-				break
+			continue
+		}
+		a := &asm[id-1]
+		for left := int(n); ; {
+			if a.nhdr == msgHeaderLen && a.msg == nil {
+				l := binary.BigEndian.Uint32(a.hdr[0:4])
+				if l > MaxMessage {
+					c.fail(fmt.Errorf("classicwire: conn %d: message of %d bytes, the maximum is %d", id, l, MaxMessage))
+					return
+				}
+				a.msg = make([]byte, l)
 			}
-			sid, typ, flags := binary.BigEndian.Uint32(buf[4:8]), buf[8], buf[9]
-			msg := buf[msgHeaderLen : msgHeaderLen+int(l) : msgHeaderLen+int(l)]
-			buf = buf[msgHeaderLen+int(l):]
+			// A complete message is handed on at once, even one whose
+			// header (with an empty payload) ends the frame.
+			if a.msg == nil || a.got < len(a.msg) {
+				if left == 0 {
+					break
+				}
+				k, err := a.fill(br, left)
+				left -= k
+				if err != nil {
+					c.fail(readError(inFrame(err)))
+					return
+				}
+				continue
+			}
+			sid, typ, flags := binary.BigEndian.Uint32(a.hdr[4:8]), a.hdr[8], a.hdr[9]
+			msg := a.msg
+			*a = assembly{}
 			switch {
 			case id == PluginConn && typ == typeRequest:
 				if err := c.serve(sid, flags, msg); err != nil {
@@ -215,12 +231,44 @@ func (c *Conn) read() {
 				c.log.Debug("classicwire: message ignored", "conn", id, "stream", sid, "type", typ)
 			}
 		}
-		if len(buf) > 0 {
-			pending[id] = append([]byte(nil), buf...)
-		} else {
-			delete(pending, id)
-		}
 	}
+}
+
+// assembly is the ttrpc message being received on one multiplexed
+// connection: its header, then its payload.
+type assembly struct {
+	hdr  [msgHeaderLen]byte
+	nhdr int    // bytes of hdr received
+	msg  []byte // the payload, allocated whole once the header is complete
+	got  int    // bytes of msg received
+}
+
+// fill reads from r, at most limit bytes, into what the message lacks: the
+// rest of its header or of its payload. It returns how many bytes it read.
+func (a *assembly) fill(r io.Reader, limit int) (int, error) {
+	var dst []byte
+	if a.nhdr < msgHeaderLen {
+		dst = a.hdr[a.nhdr:]
+	} else {
+		dst = a.msg[a.got:]
+	}
+	dst = dst[:min(len(dst), limit)]
+	k, err := io.ReadFull(r, dst)
+	if a.nhdr < msgHeaderLen {
+		a.nhdr += k
+	} else {
+		a.got += k
+	}
+	return k, err
+}
+
+// inFrame is the error of a read inside a frame: the end of the stream
+// there is unexpected, wherever in the frame it comes.
+func inFrame(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 func readError(err error) error {

@@ -22,9 +22,12 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/classicwire"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 )
 
-const wait = 10 * time.Second
+// wait bounds what a test waits for by the test binary's deadline
+// (internal/testwait).
+func wait() time.Duration { return testwait.Bound() }
 
 // fakeRuntime is the Runtime service of the upstream end.
 type fakeRuntime struct {
@@ -95,7 +98,9 @@ func newPair(t *testing.T, h classicwire.Handler) *pair {
 	if p.raw == nil {
 		t.Fatal("accept failed")
 	}
-	mux := multiplex.Multiplex(p.raw)
+	// Blocked until both conns are set up, as pkg/adaptation does: the
+	// multiplexer drops frames for a conn nobody listens on yet.
+	mux := multiplex.Multiplex(p.raw, multiplex.WithBlockedRead())
 	t.Cleanup(func() { _ = mux.Close() })
 	pc, err := mux.Open(multiplex.PluginServiceConn)
 	if err != nil {
@@ -115,11 +120,12 @@ func newPair(t *testing.T, h classicwire.Handler) *pair {
 	v1alpha1.RegisterRuntimeService(srv, p.runtime)
 	go func() { _ = srv.Serve(context.Background(), rl) }()
 	t.Cleanup(func() { _ = srv.Close() })
+	mux.Unblock()
 	return p
 }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), wait)
+	c, cancel := context.WithTimeout(context.Background(), wait())
 	t.Cleanup(cancel)
 	return c
 }
@@ -250,7 +256,7 @@ func TestRuntimeGoneEndsTheConnection(t *testing.T) {
 	_ = p.raw.Close()
 	select {
 	case <-p.closed:
-	case <-time.After(wait):
+	case <-time.After(wait()):
 		t.Fatal("close callback not called")
 	}
 	<-p.conn.Done()
@@ -272,7 +278,7 @@ func TestOversizedFrameIsRefused(t *testing.T) {
 	}
 	select {
 	case <-p.conn.Done():
-	case <-time.After(wait):
+	case <-time.After(wait()):
 		t.Fatal("connection still open")
 	}
 	if err := p.conn.Err(); err == nil || errors.Is(err, net.ErrClosed) || !strings.Contains(err.Error(), "maximum") {

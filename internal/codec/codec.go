@@ -78,8 +78,43 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 	return fallback().Marshal(v)
 }
 
+// Capture is a message to receive that keeps its own decoding error.
+//
+// grpc-go answers a failing Unmarshal itself, with INTERNAL, as it
+// receives (the server writes that status before any handler code can
+// change it), although a request that does not decode is the caller's
+// fault. Receiving into a *Capture instead makes Unmarshal succeed and
+// leaves the error in Err, for the receiver to answer as it sees fit (see
+// internal/grpcreg). Only this codec does that: another codec decodes into
+// the embedded message but fails as usual.
+//
+// The embedded message is what is decoded into. It also makes a *Capture a
+// proto.Message itself, so that whatever sees it between the receive and
+// the codec (a stats handler, an interceptor's wrapped stream, another
+// codec) still sees a protobuf message.
+type Capture struct {
+	proto.Message
+	// Err is why decoding failed, nil if it did not.
+	Err error
+}
+
 // Unmarshal decodes data into v. Decoded strings and bytes never alias data.
+// Into a *Capture, it always succeeds and leaves the decoding error in the
+// Capture.
 func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if c, ok := v.(*Capture); ok {
+		c.Err = decode(data, c.Message)
+		return nil
+	}
+	err := decode(data, v)
+	if _, vt := v.(vtMessage); vt && err != nil {
+		return fmt.Errorf("codec: unmarshal %T: %w", v, err)
+	}
+	return err
+}
+
+// decode decodes data into v, with the fast path when v has one.
+func decode(data mem.BufferSlice, v any) error {
 	m, ok := v.(vtMessage)
 	if !ok {
 		if _, raw := v.(*Raw); raw {
@@ -89,10 +124,7 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
-	if err := m.UnmarshalVT(buf.ReadOnlyData()); err != nil {
-		return fmt.Errorf("codec: unmarshal %T: %w", v, err)
-	}
-	return nil
+	return m.UnmarshalVT(buf.ReadOnlyData())
 }
 
 // Name returns "proto".

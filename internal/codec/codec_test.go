@@ -110,3 +110,25 @@ func TestUnmarshalGarbage(t *testing.T) {
 		t.Fatal("garbage decoded without error")
 	}
 }
+
+// TestCaptureKeepsTheError: decoding into a *Capture succeeds whatever the
+// data; the message is decoded into when it can be, and the decoding error
+// is kept otherwise.
+func TestCaptureKeepsTheError(t *testing.T) {
+	var c codec.Codec
+	good, err := c.Marshal(&nriv1beta1.GetStateRequest{PodId: "pod-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []proto.Message{&nriv1beta1.GetStateRequest{}, &grpc_health_v1.HealthCheckRequest{}} {
+		bad := &codec.Capture{Message: m}
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer{0xff, 0xff}}, bad); err != nil || bad.Err == nil {
+			t.Fatalf("%T: Unmarshal returned %v and kept %v, want nil and the decoding error", m, err, bad.Err)
+		}
+	}
+	into := &nriv1beta1.GetStateRequest{}
+	ok := &codec.Capture{Message: into}
+	if err := c.Unmarshal(good, ok); err != nil || ok.Err != nil || into.GetPodId() != "pod-1" {
+		t.Fatalf("Unmarshal returned %v, kept %v, decoded %v", err, ok.Err, into)
+	}
+}

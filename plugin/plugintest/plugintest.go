@@ -38,6 +38,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
+	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/plugin"
@@ -178,8 +179,8 @@ func (e *Env) startServer() error {
 		return err
 	}
 	gs := grpc.NewServer(append(flowctl.ServerOptions(), grpc.Creds(peercred.Credentials{}), codec.ServerOption())...)
-	nriv1beta1.RegisterRuntimeServiceServer(gs, srv.RuntimeService())
-	nriv1beta1.RegisterAdaptationServiceServer(gs, srv.AdaptationService())
+	nriv1beta1.RegisterRuntimeServiceServer(grpcreg.Registrar(gs), srv.RuntimeService())
+	nriv1beta1.RegisterAdaptationServiceServer(grpcreg.Registrar(gs), srv.AdaptationService())
 	go func() { _ = gs.Serve(lis) }()
 	e.mu.Lock()
 	e.srv, e.gs = srv, gs

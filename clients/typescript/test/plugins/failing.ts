@@ -15,7 +15,13 @@ const plugin = new Plugin(
         throw new ConnectError("containers annotated test.nri/veto are not allowed", Code.PermissionDenied);
       }
       if ("test.nri/hang" in a) {
+        // Hang until the call's deadline, then fail: answering with the
+        // adjustment instead would race nrid's own deadline timer (the
+        // plugin's timer starts from the grpc-timeout header and can fire
+        // a moment before nrid's), and a success that wins that race is
+        // applied.
         await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+        throw new ConnectError("gave up at the deadline", Code.DeadlineExceeded);
       }
       return new Adjustment().addEnv("FAILING_PLUGIN", "was-here").response();
     },
