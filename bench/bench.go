@@ -88,7 +88,7 @@ func Run(cfg Config) error {
 	for _, sc := range []struct {
 		name string
 		run  func() error
-	}{{scCreate, b.create}, {scLifecycle, b.lifecycle}, {scSync, b.sync}, {scBridge, b.bridge}, {scRSS, b.rss}} {
+	}{{scCreate, b.create}, {scLifecycle, b.lifecycle}, {scSync, b.sync}, {scBridge, b.bridge}, {scRSS, b.rss}, {scIsolation, b.isolation}} {
 		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, sc.name) {
 			continue
 		}
@@ -223,6 +223,17 @@ func (b *bencher) report(w io.Writer) {
 			{"live heap after GC", mLive, fmtBytes, false},
 			{"state size (encoded)", mState, fmtBytes, false},
 		}, "", nil)
+	r.table(w, scIsolation, "isolation — CreateContainer, 2 healthy plugins, alone and beside misbehaving plugins that do not subscribe to it (one pending in a hung Synchronize, one hanging on its events, one re-registering 5 times a second)",
+		callCols, sideHealthy, func(k key) string {
+			if k.side != sideHostile {
+				return ""
+			}
+			added, err := r.isolationAdded(k.config)
+			if err != nil {
+				return ""
+			}
+			return fmt.Sprintf("p99 %s", signed(added.Seconds()))
+		})
 }
 
 // hopTable reports what the AdaptationService hop adds to the embedded API.
@@ -299,6 +310,14 @@ func (b *bencher) summary() string {
 	}
 	if v, ok := r.ratio(scBridge, "K=1 seq", sideBridge, sideDirect, mP50); ok {
 		add(fmt.Sprintf("bridge p50 %s direct %s", fmtRatio(v), mark(v <= 2.0)))
+	}
+	if added, err := r.isolationAdded("K=2 seq"); err == nil {
+		s := fmt.Sprintf("isolation p99 %s", signed(added.Seconds()))
+		if c, err := r.isolationAdded("K=2 conc16"); err == nil {
+			s += fmt.Sprintf(" (conc16 %s)", signed(c.Seconds()))
+			added = max(added, c)
+		}
+		add(fmt.Sprintf("%s %s", s, mark(added <= isolationTarget)))
 	}
 	if v, ok := r.median(key{scRSS, "N=10000", "nrid"}, mRSS); ok {
 		add(fmt.Sprintf("nrid RSS 10k %.0f MB", v/(1<<20)))

@@ -213,7 +213,7 @@ func TestQuickSmoke(t *testing.T) {
 		syncN:      []int{100},
 		rssN:       []int{100},
 	}}
-	for name, f := range map[string]func() error{scCreate: b.create, scLifecycle: b.lifecycle, scSync: b.sync, scBridge: b.bridge, scRSS: b.rss} {
+	for name, f := range map[string]func() error{scCreate: b.create, scLifecycle: b.lifecycle, scSync: b.sync, scBridge: b.bridge, scRSS: b.rss, scIsolation: b.isolation} {
 		if err := f(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -21,10 +21,11 @@ const (
 	scSync      = "sync"
 	scBridge    = "bridge"
 	scRSS       = "rss"
+	scIsolation = "isolation"
 )
 
 // Scenarios lists every scenario in the order they run.
-var Scenarios = []string{scCreate, scLifecycle, scSync, scBridge, scRSS}
+var Scenarios = []string{scCreate, scLifecycle, scSync, scBridge, scRSS, scIsolation}
 
 // sizes are the operation counts of one mode.
 type sizes struct {
