@@ -274,4 +274,3 @@ func (r *results) isolationAdded(config string) (time.Duration, error) {
 	}
 	return time.Duration((x - h) * float64(time.Second)), nil
 }
-
