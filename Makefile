@@ -309,6 +309,16 @@ stress: $(GRPCURL) $(TESTSUM) ## Run the Go suites STRESS_RUNS (20) times beside
 	echo "stress: $$(( $(STRESS_RUNS) - failed )) of $(STRESS_RUNS) runs passed"
 	((failed == 0))
 
+# make soak: test/faults' TestSoak for SOAK (a Go duration): a continuous
+# lifecycle load, a plugin churning, nrid restarted every 20 s, one sample
+# line every 5 s (docs/operations.md, "Soak"). The test timeout is SOAK plus
+# 5 minutes: Go adds up the parts of a duration, so -timeout 10m5m is 15m.
+SOAK ?= 10m
+
+.PHONY: soak
+soak: ## Run the soak for SOAK (10m): lifecycle load, plugin churn, nrid restarts; fails on failed events or growth
+	@NRI_SOAK=$(SOAK) $(GO) test -count=1 -run TestSoak -v -timeout $(SOAK)5m ./test/faults/
+
 .PHONY: doctor
 doctor: ## Check every tool make test needs; name the install command for each one missing
 	@bash tools/doctor.sh

@@ -171,7 +171,14 @@ func (a *adaptationService) Attach(stream grpc.BidiStreamingServer[nriv1beta1.At
 	if err := a.s.SetRuntime(ctx, RuntimeInfo{Name: hello.GetRuntimeName(), Version: hello.GetRuntimeVersion()}, rt, pods, ctrs); err != nil {
 		return err
 	}
-	err = <-recvErr
+	select {
+	case err = <-recvErr:
+	case <-a.s.stopping:
+		// A graceful stop waits for every call: end the stream, as
+		// WatchEvents does, so the stop is not held to its bound and the
+		// runtime attaches again to the next server.
+		return status.Error(codes.Unavailable, "the server is stopping")
+	}
 	if errors.Is(err, io.EOF) {
 		return nil
 	}

@@ -475,3 +475,47 @@ func TestBadRequestsNameTheField(t *testing.T) {
 	_, err = h.srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: fixture.Pod(1), Container: c})
 	check(err, "container.pod_sandbox_id")
 }
+
+// TestShutdownEndsTheAttachStream: Shutdown ends an attached runtime's
+// Attach stream with UNAVAILABLE, as it ends WatchEvents streams, so that a
+// graceful stop does not wait for the runtime to leave. Before, nrid's stop
+// with a runtime attached always ran into its stop_timeout and cut the
+// stream there.
+func TestShutdownEndsTheAttachStream(t *testing.T) {
+	h := newHarness(t)
+	stream, err := h.adaptation().Attach(h.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&nriv1beta1.AttachRequest{Message: &nriv1beta1.AttachRequest_Hello{Hello: &nriv1beta1.AttachHello{RuntimeName: "rt"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("attaching: %v", err)
+		}
+		if req := m.GetSnapshotRequest(); req != nil {
+			if err := stream.Send(&nriv1beta1.AttachRequest{Message: &nriv1beta1.AttachRequest_Snapshot{Snapshot: &nriv1beta1.StateSnapshot{RequestId: req.GetRequestId()}}}); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	select {
+	case <-h.srv.RuntimeAttached():
+	case <-h.ctx().Done():
+		t.Fatal("the runtime never attached")
+	}
+	if err := h.srv.Shutdown(h.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err = stream.Recv(); err != nil {
+			break
+		}
+	}
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("the Attach stream ended with %v, want UNAVAILABLE (the server is stopping)", err)
+	}
+}
