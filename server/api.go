@@ -61,8 +61,8 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandbo
 	if err := checkPod(req.GetPod()); err != nil {
 		return err
 	}
-	return s.event(ctx, evRunPodSandbox, req.Pod, nil, func(rec *nriv1beta1.DispatchRecord) error {
-		_, err := s.dispatch(ctx, evRunPodSandbox, req, newRsp[nriv1beta1.RunPodSandboxResponse](), nil, rec)
+	return s.event(ctx, evRunPodSandbox, req.Pod, nil, func(fl *flight) error {
+		_, err := s.dispatch(ctx, evRunPodSandbox, req, newRsp[nriv1beta1.RunPodSandboxResponse](), nil, fl)
 		if err == nil {
 			s.state.setPod(req.Pod)
 		}
@@ -75,8 +75,8 @@ func (s *Server) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePod
 	if err := checkPod(req.GetPod()); err != nil {
 		return err
 	}
-	return s.event(ctx, evUpdatePodSandbox, req.Pod, nil, func(rec *nriv1beta1.DispatchRecord) error {
-		_, err := s.dispatch(ctx, evUpdatePodSandbox, req, newRsp[nriv1beta1.UpdatePodSandboxResponse](), nil, rec)
+	return s.event(ctx, evUpdatePodSandbox, req.Pod, nil, func(fl *flight) error {
+		_, err := s.dispatch(ctx, evUpdatePodSandbox, req, newRsp[nriv1beta1.UpdatePodSandboxResponse](), nil, fl)
 		return err
 	})
 }
@@ -85,9 +85,9 @@ func (s *Server) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePod
 func (s *Server) notify(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
 	req proto.Message, newResponse func() proto.Message, after func()) ([]*nriv1beta1.PluginError, error) {
 	var errs []*nriv1beta1.PluginError
-	err := s.event(ctx, ev, pod, ctr, func(rec *nriv1beta1.DispatchRecord) error {
+	err := s.event(ctx, ev, pod, ctr, func(fl *flight) error {
 		var err error
-		errs, err = s.dispatch(ctx, ev, req, newResponse, nil, rec)
+		errs, err = s.dispatch(ctx, ev, req, newResponse, nil, fl)
 		if after != nil {
 			after()
 		}
@@ -130,17 +130,17 @@ func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateCont
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceCreateContainerResponse
-	err := s.event(ctx, evCreateContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
+	err := s.event(ctx, evCreateContainer, req.Pod, req.Container, func(fl *flight) error {
 		var opts []merge.CreateOption
-		if !s.mayValidate(req) {
+		if !s.mayValidate(req, fl.order) {
 			opts = append(opts, merge.WithoutPristine())
 		}
 		m := merge.NewCreate(req, opts...)
-		if _, err := s.dispatch(ctx, evCreateContainer, req, newRsp[nriv1beta1.CreateContainerResponse](), createApply(m, req), rec); err != nil {
+		if _, err := s.dispatch(ctx, evCreateContainer, req, newRsp[nriv1beta1.CreateContainerResponse](), createApply(m, req), fl); err != nil {
 			return err
 		}
 		out = m.Result()
-		if err := s.validate(ctx, req, m, out, rec); err != nil {
+		if err := s.validate(ctx, req, m, out, fl); err != nil {
 			return err
 		}
 		s.state.setContainer(req.Container)
@@ -193,11 +193,11 @@ func mergeError(ev *eventInfo, p *plugin, err error) error {
 // mayValidate reports whether a creation may need validation: a plugin
 // subscribed to it, a default-validator knob, or a required-plugins pod
 // annotation. Without it no pristine copy of the container is kept.
-func (s *Server) mayValidate(req *nriv1beta1.CreateContainerRequest) bool {
+func (s *Server) mayValidate(req *nriv1beta1.CreateContainerRequest, order []*slot) bool {
 	if s.validator.Enabled() {
 		return true
 	}
-	for _, sl := range *s.order.Load() {
+	for _, sl := range order {
 		if sl.subscribed(evValidate.mask()) {
 			return true
 		}
@@ -210,16 +210,17 @@ func (s *Server) mayValidate(req *nriv1beta1.CreateContainerRequest) bool {
 // merged result of a container creation. Validators fail closed: a
 // rejection, an error or an unavailable validator fails the creation.
 func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRequest, m *merge.Create,
-	out *nriv1beta1.AdaptationServiceCreateContainerResponse, rec *nriv1beta1.DispatchRecord) error {
+	out *nriv1beta1.AdaptationServiceCreateContainerResponse, fl *flight) error {
+	rec := fl.rec
 	// Validators are waited for (each within its own timeout, below); the
 	// list of registered plugins never waits for anybody.
 	var validators []*slot
 	var all []*nriv1beta1.PluginInstance
-	for _, sl := range *s.order.Load() {
+	for _, sl := range fl.order {
 		if p := sl.registered(); p != nil {
 			all = append(all, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
 		}
-		if sl.instanceFor(evValidate.mask()) != nil {
+		if sl.instanceFor(evValidate.mask(), fl.gen) != nil {
 			validators = append(validators, sl)
 		}
 	}
@@ -274,13 +275,13 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			inst := sl.instanceFor(evValidate.mask())
+			inst := sl.instanceFor(evValidate.mask(), fl.gen)
 			if inst == nil {
 				return // unsubscribed meanwhile
 			}
 			timeout := inst.timeouts.forEvent(evValidate.event)
 			deadline := time.Now().Add(timeout)
-			p, ready, _ := sl.target(ctx, evValidate.mask(), deadline)
+			p, ready, _ := sl.target(ctx, evValidate.mask(), fl.gen, deadline)
 			if p == nil && ready {
 				return // gone meanwhile (evicted, closed)
 			}
@@ -359,8 +360,8 @@ func (s *Server) StartContainer(ctx context.Context, req *nriv1beta1.StartContai
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return err
 	}
-	return s.event(ctx, evStartContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
-		_, err := s.dispatch(ctx, evStartContainer, req, newRsp[nriv1beta1.StartContainerResponse](), nil, rec)
+	return s.event(ctx, evStartContainer, req.Pod, req.Container, func(fl *flight) error {
+		_, err := s.dispatch(ctx, evStartContainer, req, newRsp[nriv1beta1.StartContainerResponse](), nil, fl)
 		if err == nil {
 			s.state.setContainer(req.Container)
 		}
@@ -384,9 +385,9 @@ func (s *Server) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateCont
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceUpdateContainerResponse
-	err := s.event(ctx, evUpdateContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
+	err := s.event(ctx, evUpdateContainer, req.Pod, req.Container, func(fl *flight) error {
 		m := merge.NewUpdate(req)
-		if _, err := s.dispatch(ctx, evUpdateContainer, req, newRsp[nriv1beta1.UpdateContainerResponse](), updateApply(m), rec); err != nil {
+		if _, err := s.dispatch(ctx, evUpdateContainer, req, newRsp[nriv1beta1.UpdateContainerResponse](), updateApply(m), fl); err != nil {
 			return err
 		}
 		out = m.Result()
@@ -414,7 +415,7 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceStopContainerResponse
-	err := s.event(ctx, evStopContainer, req.Pod, req.Container, func(rec *nriv1beta1.DispatchRecord) error {
+	err := s.event(ctx, evStopContainer, req.Pod, req.Container, func(fl *flight) error {
 		m := merge.NewStop(req)
 		var mergeErrs []*nriv1beta1.PluginError
 		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, _ bool) (bool, []byte, error) {
@@ -427,7 +428,7 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 			}
 			return false, nil, nil
 		}
-		errs, err := s.dispatch(ctx, evStopContainer, req, newRsp[nriv1beta1.StopContainerResponse](), apply, rec)
+		errs, err := s.dispatch(ctx, evStopContainer, req, newRsp[nriv1beta1.StopContainerResponse](), apply, fl)
 		out = m.Result()
 		out.PluginErrors = append(errs, mergeErrs...)
 		s.state.setContainer(req.Container)

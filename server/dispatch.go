@@ -37,28 +37,28 @@ func lastRemote(order []*slot, mask uint32) int {
 	return -1
 }
 
-// event runs one event: it holds the registration cut shared and the pod's
-// lock for the whole dispatch, and records it.
+// event runs one event: it is in flight (flights.go) with the dispatch
+// order of its start, holds the pod's lock for the whole dispatch, and is
+// recorded.
 func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
-	run func(rec *nriv1beta1.DispatchRecord) error) error {
-	s.cut.RLock()
-	defer s.cut.RUnlock()
+	run func(fl *flight) error) error {
+	fl := s.flights.begin(func() []*slot { return *s.order.Load() })
+	defer s.flights.end(fl)
 	unlock := s.pods.lock(pod.GetId())
 	defer unlock()
-	rec := s.records.begin(ev.event, pod, ctr)
-	err := run(rec)
-	s.records.end(rec, err)
+	fl.rec = s.records.begin(ev.event, pod, ctr)
+	err := run(fl)
+	s.records.end(fl.rec, err)
 	return err
 }
 
 // checkRequired fails a creating event when a plugin the operator requires
 // is not registered.
-func (s *Server) checkRequired(ev *eventInfo) error {
+func (s *Server) checkRequired(ev *eventInfo, order []*slot) error {
 	req := s.opts.validator.RequiredPlugins
 	if len(req) == 0 {
 		return nil
 	}
-	order := *s.order.Load()
 	var missing []string
 	for _, name := range req {
 		if !slices.ContainsFunc(order, func(sl *slot) bool { return sl.full == name || sl.full[3:] == name }) {
@@ -77,16 +77,17 @@ func (s *Server) checkRequired(ev *eventInfo) error {
 // or unavailable required plugin fails it; for other events errors are
 // collected and delivery goes on.
 func (s *Server) dispatch(ctx context.Context, ev *eventInfo, req proto.Message, newRsp func() proto.Message,
-	apply applyFunc, rec *nriv1beta1.DispatchRecord) ([]*nriv1beta1.PluginError, error) {
-	return s.dispatchTo(ctx, ev, req, newRsp, apply, rec, nil)
+	apply applyFunc, fl *flight) ([]*nriv1beta1.PluginError, error) {
+	return s.dispatchTo(ctx, ev, req, newRsp, apply, fl, nil)
 }
 
 // dispatchTo is dispatch; with dry set, only plugins that declared dry-run
 // support are called and the others are appended to *dry.
 func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Message, newRsp func() proto.Message,
-	apply applyFunc, rec *nriv1beta1.DispatchRecord, dry *[]*nriv1beta1.PluginInstance) ([]*nriv1beta1.PluginError, error) {
+	apply applyFunc, fl *flight, dry *[]*nriv1beta1.PluginInstance) ([]*nriv1beta1.PluginError, error) {
+	rec, order := fl.rec, fl.order
 	if ev.creating && dry == nil {
-		if err := s.checkRequired(ev); err != nil {
+		if err := s.checkRequired(ev, order); err != nil {
 			return nil, err
 		}
 	}
@@ -94,16 +95,15 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		raw  = encodedFor(ctx, req) // req encoded, kept up to date as plugins change it
 		errs []*nriv1beta1.PluginError
 	)
-	order := *s.order.Load()
 	// Deltas are worth making only up to the last plugin that takes the
 	// encoding.
 	last := -1
 	if apply != nil {
 		last = lastRemote(order, ev.mask())
 	}
-	share := newBudgetShare(ctx, order, ev.mask())
+	share := newBudgetShare(ctx, order, ev.mask(), fl.gen)
 	for i, sl := range order {
-		inst := sl.instanceFor(ev.mask())
+		inst := sl.instanceFor(ev.mask(), fl.gen)
 		if inst == nil {
 			continue
 		}
@@ -131,7 +131,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			}
 		}
 		deadline := time.Now().Add(timeout)
-		p, ready, waited := sl.target(ctx, ev.mask(), deadline)
+		p, ready, waited := sl.target(ctx, ev.mask(), fl.gen, deadline)
 		if p == nil {
 			if ready {
 				continue // it unsubscribed meanwhile (a new instance)
@@ -362,7 +362,7 @@ type budgetShare struct {
 	after    []int // subscribed slots after each position
 }
 
-func newBudgetShare(ctx context.Context, order []*slot, mask uint32) budgetShare {
+func newBudgetShare(ctx context.Context, order []*slot, mask uint32, gen uint64) budgetShare {
 	d, ok := ctx.Value(budgetKey{}).(time.Time)
 	if !ok {
 		return budgetShare{}
@@ -371,7 +371,7 @@ func newBudgetShare(ctx context.Context, order []*slot, mask uint32) budgetShare
 	n := 0
 	for i := len(order) - 1; i >= 0; i-- {
 		after[i] = n
-		if order[i].instanceFor(mask) != nil {
+		if order[i].instanceFor(mask, gen) != nil {
 			n++
 		}
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 
 	"google.golang.org/grpc/status"
 
@@ -20,12 +21,14 @@ func (s *Server) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nr
 	pod, ctr := req.Pod.CloneVT(), req.Container.CloneVT()
 	out := &nriv1beta1.DryRunResponse{}
 	rec := &nriv1beta1.DispatchRecord{Event: req.GetEvent(), DryRun: true}
+	// Not an event in flight: it sees every instance, pending ones too.
+	fl := &flight{gen: math.MaxUint64, order: *s.order.Load(), rec: rec}
 	var err error
 	switch req.GetEvent() {
 	case nriv1beta1.Event_EVENT_CREATE_CONTAINER:
 		creq := &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr, DryRun: true}
 		m := merge.NewCreate(creq)
-		_, err = s.dispatchTo(ctx, evCreateContainer, creq, newRsp[nriv1beta1.CreateContainerResponse](), createApply(m, creq), rec, &out.NotEvaluated)
+		_, err = s.dispatchTo(ctx, evCreateContainer, creq, newRsp[nriv1beta1.CreateContainerResponse](), createApply(m, creq), fl, &out.NotEvaluated)
 		if err == nil {
 			res := m.Result()
 			out.Adjust, out.Update, out.Evict = res.Adjust, res.Update, res.Evict
@@ -33,7 +36,7 @@ func (s *Server) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nr
 	case nriv1beta1.Event_EVENT_UPDATE_CONTAINER:
 		ureq := &nriv1beta1.UpdateContainerRequest{Pod: pod, Container: ctr, LinuxResources: req.GetLinuxResources().CloneVT(), DryRun: true}
 		m := merge.NewUpdate(ureq)
-		_, err = s.dispatchTo(ctx, evUpdateContainer, ureq, newRsp[nriv1beta1.UpdateContainerResponse](), updateApply(m), rec, &out.NotEvaluated)
+		_, err = s.dispatchTo(ctx, evUpdateContainer, ureq, newRsp[nriv1beta1.UpdateContainerResponse](), updateApply(m), fl, &out.NotEvaluated)
 		if err == nil {
 			res := m.Result()
 			out.Update, out.Evict, out.LinuxResources = res.Update, res.Evict, res.LinuxResources

@@ -60,6 +60,7 @@ type plugin struct {
 
 	nriVersion, pluginVersion string
 	registeredAt              time.Time
+	admitGen                  uint64 // the flights generation its cut started
 
 	// Set by Configure, read-only afterwards.
 	mask     uint32

@@ -63,17 +63,30 @@ func (sl *slot) anyInstance(f func(*plugin) bool) bool {
 	return (sl.current != nil && f(sl.current)) || (sl.pending != nil && f(sl.pending))
 }
 
-// instanceFor returns the instance an event of mask would go to without
-// waiting: the pending instance if it subscribes to mask, else the current
-// one if it does; nil when neither does.
-func (sl *slot) instanceFor(mask uint32) *plugin {
+// instances returns the slot's current and pending instances as an event
+// of generation gen sees them: a pending instance admitted by a later cut
+// is not there for it (the cut waits for the event, and the instance's
+// snapshot has what the event changes).
+func (sl *slot) instances(gen uint64) (cur, pend *plugin) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	if sl.pending != nil && sl.pending.mask&mask != 0 {
-		return sl.pending
+	cur, pend = sl.current, sl.pending
+	if pend != nil && pend.admitGen > gen {
+		pend = nil
 	}
-	if sl.current != nil && sl.current.mask&mask != 0 {
-		return sl.current
+	return cur, pend
+}
+
+// instanceFor returns the instance an event of mask and generation gen
+// would go to without waiting: the pending instance if it subscribes to
+// mask, else the current one if it does; nil when neither does.
+func (sl *slot) instanceFor(mask uint32, gen uint64) *plugin {
+	cur, pend := sl.instances(gen)
+	if pend != nil && pend.mask&mask != 0 {
+		return pend
+	}
+	if cur != nil && cur.mask&mask != 0 {
+		return cur
 	}
 	return nil
 }
@@ -125,10 +138,8 @@ func gateFailed(g *gate) bool {
 // plugin).
 // waited reports that the event had to wait (the call has less time left
 // than the plugin's timeout).
-func (sl *slot) target(ctx context.Context, mask uint32, deadline time.Time) (p *plugin, ready, waited bool) {
-	sl.mu.Lock()
-	cur, pend := sl.current, sl.pending
-	sl.mu.Unlock()
+func (sl *slot) target(ctx context.Context, mask uint32, gen uint64, deadline time.Time) (p *plugin, ready, waited bool) {
+	cur, pend := sl.instances(gen)
 	subscribed := false
 	for _, inst := range []*plugin{pend, cur} {
 		if inst == nil || inst.mask&mask == 0 {
@@ -424,36 +435,47 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) (answe
 	return true, nil
 }
 
-// admit is the registration cut: with events paused, it takes the snapshot
-// the plugin is synchronized with and inserts the plugin as pending, so every
-// later event waits for it.
+// admit is the registration cut (flights.cut): it inserts the plugin as
+// pending, so that every event that begins afterwards and subscribes to it
+// waits for it, waits for the events that began before (they do not see it,
+// and their changes land in the state), and takes the snapshot the plugin
+// is synchronized with. Only the registration waits for those events.
 func (s *Server) admit(p *plugin) ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container, error) {
-	s.cut.Lock()
-	defer s.cut.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return nil, nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SHUTTING_DOWN, "", "the server is shutting down")
+	var (
+		old  *plugin
+		pods []*nriv1beta1.PodSandbox
+		ctrs []*nriv1beta1.Container
+	)
+	err := s.flights.cut(func(gen uint64) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closing {
+			return refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SHUTTING_DOWN, "", "the server is shutting down")
+		}
+		sl := s.slots[p.full]
+		if sl != nil && sl.identity != p.identity {
+			return refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_IDENTITY_MISMATCH, "plugin_name",
+				"plugin %s is registered by identity %q; %q may not replace it", p.full, sl.identity, p.identity)
+		}
+		p.admitGen = gen
+		if sl == nil {
+			sl = &slot{full: p.full, identity: p.identity}
+			s.slots[p.full] = sl
+			s.reorderLocked()
+		}
+		sl.mu.Lock()
+		old = sl.pending
+		sl.pending = p
+		sl.mu.Unlock()
+		return nil
+	}, func() { pods, ctrs = s.state.snapshot() })
+	if err != nil {
+		return nil, nil, err
 	}
-	sl := s.slots[p.full]
-	if sl != nil && sl.identity != p.identity {
-		return nil, nil, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_IDENTITY_MISMATCH, "plugin_name",
-			"plugin %s is registered by identity %q; %q may not replace it", p.full, sl.identity, p.identity)
-	}
-	if sl == nil {
-		sl = &slot{full: p.full, identity: p.identity}
-		s.slots[p.full] = sl
-		s.reorderLocked()
-	}
-	sl.mu.Lock()
-	old := sl.pending
-	sl.pending = p
-	sl.mu.Unlock()
 	if old != nil {
 		// An even newer instance wins over one still synchronizing.
 		go old.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_REPLACED, "replaced by a newer instance")
 	}
-	pods, ctrs := s.state.snapshot()
 	return pods, ctrs, nil
 }
 

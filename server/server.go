@@ -32,13 +32,13 @@ type Server struct {
 	opts options
 	log  *slog.Logger
 
-	// cut orders events against registration cuts: every event holds it
-	// shared for its whole dispatch; taking a snapshot for a new plugin (or a
-	// resync) holds it exclusively, briefly.
-	cut  sync.RWMutex
-	pods podLocks
+	// flights orders events against registration cuts and runtime
+	// attaches (flights.go).
+	flights flights
+	pods    podLocks
 	// syncMu guards every plugin's catchUp: whether it is synchronizing and
-	// what attaches it must still catch up on. Taken after cut, before mu.
+	// what attaches it must still catch up on. Taken inside an attach's
+	// exclusive section, before mu.
 	syncMu sync.Mutex
 
 	state     *state
@@ -108,6 +108,7 @@ func New(opts ...Option) (*Server, error) {
 		stopping:  make(chan struct{}),
 		rtInfo:    RuntimeInfo{Name: o.runtimeName, Version: o.runtimeVersion},
 	}
+	s.flights.init()
 	empty := []*slot{}
 	s.order.Store(&empty)
 	return s, nil
@@ -118,23 +119,27 @@ func New(opts ...Option) (*Server, error) {
 // reattached bridge) and resynchronizes every registered plugin (DESIGN
 // §5.9). rt may be nil when nothing can apply unsolicited updates.
 func (s *Server) SetRuntime(ctx context.Context, info RuntimeInfo, rt Runtime, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
-	s.cut.Lock()
-	s.mu.Lock()
-	s.epoch++
-	epoch := s.epoch
-	s.rt, s.rtInfo = rt, info
-	select {
-	case <-s.attached:
-	default:
-		close(s.attached)
-	}
-	s.mu.Unlock()
-	gonePods, goneCtrs := s.state.replace(pods, ctrs)
-	// Every registered plugin learns the new state, on the first attach too:
-	// plugins that registered before any runtime attached were synchronized
-	// with an empty state.
-	resync := s.beginResync(gonePods, goneCtrs)
-	s.cut.Unlock()
+	var (
+		epoch  uint64
+		resync []*plugin
+	)
+	s.flights.exclusive(func() {
+		s.mu.Lock()
+		s.epoch++
+		epoch = s.epoch
+		s.rt, s.rtInfo = rt, info
+		select {
+		case <-s.attached:
+		default:
+			close(s.attached)
+		}
+		s.mu.Unlock()
+		gonePods, goneCtrs := s.state.replace(pods, ctrs)
+		// Every registered plugin learns the new state, on the first attach
+		// too: plugins that registered before any runtime attached were
+		// synchronized with an empty state.
+		resync = s.beginResync(gonePods, goneCtrs)
+	})
 	s.log.Info("runtime attached", "runtime", info.Name, "version", info.Version, "pods", len(pods), "containers", len(ctrs), "epoch", epoch)
 	for _, p := range resync {
 		go s.resync(p)

@@ -134,7 +134,8 @@ func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.
 }
 
 // beginResync starts resynchronizing every plugin to a new runtime state,
-// under the registration cut, so that events wait until each has caught up.
+// inside the attach's exclusive section (no event in flight, no cut under
+// way), so that events wait until each has caught up.
 // A ready plugin gets a closed gate and is returned, to be resynchronized by
 // the caller. A plugin that is synchronizing already (a registrant after its
 // cut, or a plugin still resynchronizing to an earlier attach) is marked to

@@ -20,22 +20,27 @@ const findingsEnv = "NRI_FAULTS_FINDINGS"
 // TestHungCallDoesNotStallOtherPods: while a plugin hangs in pod A's
 // CreateContainer within its own 1-minute timeout (events of pod A wait for
 // it: that is its timeout), events of another pod that the plugin does not
-// even subscribe to must not wait for it, also while another plugin
-// registers or the runtime attaches again. Pod B's pod events must complete
-// while the plugin still hangs.
+// subscribe to must not wait for it, also while another plugin registers
+// or the runtime attaches again. Pod B's pod events must complete while the
+// plugin still hangs.
 //
-// Today they do not: a registration (the registration cut) and an attach
-// take the server's cut lock for writing, which waits for every event in
-// flight, and a waiting writer blocks every new event of every pod, so the
-// whole node stalls until the hung call ends (up to max_timeout, 1 minute
-// by default). Run with NRI_FAULTS_FINDINGS=1; it fails after the minute.
+// Registration: fixed, with one coupling left. The registration cut
+// (server/flights.go) no longer takes a lock that holds every new event back
+// while it waits for the events in flight; only the registration waits for
+// them. Events the registrant subscribes to still wait for it, within the
+// registrant's own timeout for them, and then go on without it.
+//
+// Attach: a finding, not fixed. An attach replaces the whole state, so it
+// still waits for every event in flight and holds new ones back meanwhile:
+// the node stalls until the hung call ends (up to max_timeout). Run with
+// NRI_FAULTS_FINDINGS=1.
 func TestHungCallDoesNotStallOtherPods(t *testing.T) {
-	if os.Getenv(findingsEnv) == "" {
-		t.Skip("finding, not fixed: a registration or attach during a hung plugin call stalls every pod's events until the call's timeout; " +
-			findingsEnv + "=1 runs it")
-	}
 	for _, what := range []string{"registration", "attach"} {
 		t.Run(what, func(t *testing.T) {
+			if what == "attach" && os.Getenv(findingsEnv) == "" {
+				t.Skip("finding, not fixed: a runtime attach during a hung plugin call stalls every pod's events until the call's timeout; " +
+					findingsEnv + "=1 runs it")
+			}
 			e := newEnv(t, defaultConfig())
 			inCall := make(chan struct{}, 1)
 			bad := e.badPlugin(createOnly)
@@ -64,9 +69,31 @@ func TestHungCallDoesNotStallOtherPods(t *testing.T) {
 			case "registration":
 				lateLog := testplugin.NewLog()
 				late := healthyPlugin("30", "late", lateLog)
+				// Events the registrant subscribes to wait for it within its
+				// own timeout: its registration waits for pod A's hung call
+				// (its snapshot must have what that event changes), so
+				// pod B's events wait for it that long and then go on
+				// without it.
+				late.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(300 * time.Millisecond)}
 				go func() { _, _ = tryRegister(t, e.n, late) }()
 				if err := lateLog.WaitFor(e.ctx(), "30-late:Configure", 1); err != nil {
 					t.Fatal(err)
+				}
+				// Past its cut: listed, as pending, once it was inserted
+				// (its cut then waits for pod A's hung call).
+				for {
+					ps, err := e.c.plugins(e.ctx())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, ok := ps["30-late"]; ok {
+						break
+					}
+					select {
+					case <-e.ctx().Done():
+						t.Fatal("30-late was never listed")
+					case <-time.After(10 * time.Millisecond): // poll interval, not a bound
+					}
 				}
 			case "attach":
 				a, err := attach(e.c, func() ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container) { return nil, nil })
@@ -77,7 +104,8 @@ func TestHungCallDoesNotStallOtherPods(t *testing.T) {
 				waitFor(t, a.snapshots, "the attach's snapshot")
 			}
 
-			// Pod events only: the hung plugin subscribes to none of them.
+			// Pod events only (the load omits the container events): the
+			// hung plugin subscribes to none of them.
 			podOnly := []string{"UpdatePodSandbox", "PostUpdatePodSandbox", "CreateContainer", "PostCreateContainer", "StartContainer",
 				"PostStartContainer", "UpdateContainer", "PostUpdateContainer", "StopContainer", "RemoveContainer"}
 			bDone := make(chan []podRun, 1)

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"sync"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+)
+
+// flights orders events against registration cuts and runtime attaches.
+//
+// Every event begins in the generation current when it starts and takes the
+// dispatch order of that moment. A registration cut inserts the new plugin
+// and starts a new generation in one step, then waits for the events of
+// earlier generations (which do not see the new plugin, and whose changes to
+// the state land when they end) before it takes the snapshot: nothing lost,
+// nothing twice. Events that start after the cut are not held up by it; they
+// wait for the new plugin only if it subscribed to them, and only within
+// their timeout for it. So an event that hangs in a plugin holds up the
+// registration that waits for it, not every other pod's events.
+//
+// A runtime attach is exclusive: it waits for every event in flight and
+// holds new ones back while it replaces the state (attaches are rare: a
+// runtime start or restart).
+type flights struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	gen     uint64
+	active  map[uint64]int // events in flight by generation
+	cutting int            // cuts waiting for earlier events
+	excl    bool           // an attach holds every event back
+}
+
+// flight is one event in flight: the dispatch order and generation it
+// started with, and its record.
+type flight struct {
+	gen   uint64
+	order []*slot
+	rec   *nriv1beta1.DispatchRecord
+}
+
+func (f *flights) init() {
+	f.cond.L = &f.mu
+	f.active = map[uint64]int{}
+}
+
+// begin registers an event; order loads the dispatch order, which the event
+// uses throughout.
+func (f *flights) begin(order func() []*slot) *flight {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.excl {
+		f.cond.Wait()
+	}
+	f.active[f.gen]++
+	return &flight{gen: f.gen, order: order()}
+}
+
+// end unregisters an event.
+func (f *flights) end(fl *flight) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.active[fl.gen]--; f.active[fl.gen] <= 0 {
+		delete(f.active, fl.gen)
+	}
+	f.cond.Broadcast()
+}
+
+// cut runs insert with the new generation, under the lock (events that
+// begin afterwards see what it inserted), then waits until no event of an
+// earlier generation is in flight, and runs snapshot. An error from insert
+// ends the cut before anything changed.
+func (f *flights) cut(insert func(gen uint64) error, snapshot func()) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.excl {
+		f.cond.Wait()
+	}
+	if err := insert(f.gen + 1); err != nil {
+		return err
+	}
+	before := f.gen
+	f.gen++
+	f.cutting++
+	for f.inFlightUpTo(before) {
+		f.cond.Wait()
+	}
+	snapshot()
+	f.cutting--
+	f.cond.Broadcast()
+	return nil
+}
+
+func (f *flights) inFlightUpTo(gen uint64) bool {
+	for g := range f.active {
+		if g <= gen {
+			return true
+		}
+	}
+	return false
+}
+
+// exclusive runs fn with no event in flight and none beginning, and no cut
+// waiting.
+func (f *flights) exclusive(fn func()) {
+	f.mu.Lock()
+	for f.excl || f.cutting > 0 {
+		f.cond.Wait()
+	}
+	f.excl = true
+	for len(f.active) > 0 {
+		f.cond.Wait()
+	}
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.excl = false
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	}()
+	fn()
+}
