@@ -76,29 +76,7 @@ func (b *bencher) isolationRun(run int, hostile bool) error {
 		}
 		defer h.stop()
 	}
-	ctx := context.Background()
-	for _, m := range modes {
-		n := b.sz.createSeq[3]
-		warm := warmOf(n)
-		base := b.pods(n + warm)
-		reqs := make([]*nriv1beta1.CreateContainerRequest, n+warm)
-		for i := range reqs {
-			pod, ctr := podContainer(base + i)
-			reqs[i] = &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr}
-		}
-		w, err := measure(rt.plugins, e.windowProfile(m.name), n, warm, m.workers, func(i int) error {
-			rsp, err := rt.srv.CreateContainer(ctx, reqs[i])
-			if err != nil {
-				return err
-			}
-			return checkAdjusted(k, rsp.GetAdjust().GetAnnotations())
-		})
-		if err != nil {
-			return err
-		}
-		b.res.window(key{scIsolation, fmt.Sprintf("K=%d %s", k, m.name), side}, w)
-	}
-	return nil
+	return b.measureCreates(e, rt, k, b.sz.createSeq[3], scIsolation, side)
 }
 
 // hostile is the set of misbehaving plugins, run in the driver (they cost

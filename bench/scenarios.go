@@ -174,28 +174,10 @@ func (b *bencher) createGRPC(k, run int) error {
 	if err := rt.addPlugins(k, maskCreate); err != nil {
 		return err
 	}
-	ctx := context.Background()
-	for _, m := range modes {
-		n := b.sz.createSeq[k]
-		warm := warmOf(n)
-		base := b.pods(n + warm)
-		reqs := make([]*nriv1beta1.CreateContainerRequest, n+warm)
-		for i := range reqs {
-			pod, ctr := podContainer(base + i)
-			reqs[i] = &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr}
-		}
-		w, err := measure(rt.plugins, e.windowProfile(m.name), n, warm, m.workers, func(i int) error {
-			rsp, err := rt.srv.CreateContainer(ctx, reqs[i])
-			if err != nil {
-				return err
-			}
-			return checkAdjusted(k, rsp.GetAdjust().GetAnnotations())
-		})
-		if err != nil {
-			return err
-		}
-		b.res.window(key{scCreate, fmt.Sprintf("K=%d %s", k, m.name), sideGRPC}, w)
+	if err := b.measureCreates(e, rt, k, b.sz.createSeq[k], scCreate, sideGRPC); err != nil {
+		return err
 	}
+	ctx := context.Background()
 	if !b.cfg.AdaptationService {
 		return nil
 	}
@@ -223,6 +205,34 @@ func (b *bencher) createGRPC(k, run int) error {
 			return err
 		}
 		b.res.window(key{scCreate, fmt.Sprintf("K=%d %s", k, m.name), sideAS}, w)
+	}
+	return nil
+}
+
+// measureCreates measures n CreateContainer calls through rt's embedded
+// server in each mode, k plugins adjusting each, and records the windows
+// as scenario's "K=k mode" rows on side.
+func (b *bencher) measureCreates(e *env, rt *grpcRT, k, n int, scenario, side string) error {
+	ctx := context.Background()
+	for _, m := range modes {
+		warm := warmOf(n)
+		base := b.pods(n + warm)
+		reqs := make([]*nriv1beta1.CreateContainerRequest, n+warm)
+		for i := range reqs {
+			pod, ctr := podContainer(base + i)
+			reqs[i] = &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr}
+		}
+		w, err := measure(rt.plugins, e.windowProfile(m.name), n, warm, m.workers, func(i int) error {
+			rsp, err := rt.srv.CreateContainer(ctx, reqs[i])
+			if err != nil {
+				return err
+			}
+			return checkAdjusted(k, rsp.GetAdjust().GetAnnotations())
+		})
+		if err != nil {
+			return err
+		}
+		b.res.window(key{scenario, fmt.Sprintf("K=%d %s", k, m.name), side}, w)
 	}
 	return nil
 }
