@@ -44,7 +44,7 @@ func childMain(mode string) int {
 	}
 	sock, dir := os.Getenv("NRID_SOCK"), os.Getenv("NRID_PLUGIN_DIR")
 	name, idx := os.Getenv("NRID_PLUGIN"), os.Getenv("NRID_IDX")
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout())
 	defer cancel()
 
 	switch mode {

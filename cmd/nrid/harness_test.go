@@ -32,11 +32,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
-// testTimeout bounds every wait of these tests; nothing here sleeps.
-const testTimeout = 30 * time.Second
+// testTimeout bounds every wait of these tests (nothing here sleeps): the
+// time left before the test binary's deadline (internal/testwait).
+func testTimeout() time.Duration { return testwait.Bound() }
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
@@ -80,7 +82,7 @@ func (l *logBuffer) String() string {
 // done is closed or the test timeout.
 func (l *logBuffer) wait(t *testing.T, re *regexp.Regexp, done <-chan error) []string {
 	t.Helper()
-	timeout := time.NewTimer(testTimeout)
+	timeout := time.NewTimer(testTimeout())
 	defer timeout.Stop()
 	for {
 		l.mu.Lock()
@@ -175,7 +177,7 @@ func (n *nrid) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("nrid returned %v", err)
 		}
-	case <-time.After(testTimeout):
+	case <-time.After(testTimeout()):
 		t.Errorf("nrid did not stop; log:\n%s", n.logs.String())
 	}
 	if _, err := os.Lstat(n.sock); err == nil {
@@ -200,14 +202,14 @@ func (n *nrid) conn(t *testing.T) *grpc.ClientConn {
 // healthOf returns the status of service on cc.
 func healthOf(t *testing.T, cc *grpc.ClientConn, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout())
 	defer cancel()
 	rsp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
 	return rsp.GetStatus(), err
 }
 
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout())
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -432,7 +434,7 @@ func (c *child) next(t *testing.T) childResult {
 			t.Fatalf("the child ended without a result; stderr:\n%s", c.stderr.String())
 		}
 		return r
-	case <-time.After(testTimeout):
+	case <-time.After(testTimeout()):
 		t.Fatalf("no result from the child; stderr:\n%s", c.stderr.String())
 	}
 	return childResult{}
@@ -443,7 +445,7 @@ func (c *child) stop(t *testing.T) {
 	_ = c.stdin.Close()
 	select {
 	case <-c.exited:
-	case <-time.After(testTimeout):
+	case <-time.After(testTimeout()):
 		_ = c.cmd.Process.Kill()
 		<-c.exited
 		t.Errorf("the child did not exit; stderr:\n%s", c.stderr.String())

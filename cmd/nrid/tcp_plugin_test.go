@@ -96,7 +96,7 @@ endpoints = ["tcp"]
 		p, _ := tcpPlugin(t, n, ca, "remote", "remote")
 		select {
 		case <-p.RegistrationChanged():
-		case <-time.After(testTimeout):
+		case <-time.After(testTimeout()):
 			t.Fatal("the TCP plugin did not register")
 		}
 		reg := p.Registered()
@@ -118,7 +118,7 @@ endpoints = ["tcp"]
 			st, _ := status.FromError(unwrapStatus(err))
 			must(t, st.Code() == codes.PermissionDenied && strings.Contains(st.Message(), `presents a certificate for "impostor", the registrant is "cert:remote"`),
 				"registration ended with %v", err)
-		case <-time.After(testTimeout):
+		case <-time.After(testTimeout()):
 			t.Fatal("a plugin serving another identity's certificate stayed registered")
 		}
 	})

@@ -26,13 +26,16 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
 // Metrics is a server.Metrics.
 var _ server.Metrics = (*metrics.Metrics)(nil)
 
-const wait = 20 * time.Second
+// wait bounds what a test waits for: the time left before the test
+// binary's deadline (internal/testwait).
+func wait() time.Duration { return testwait.Bound() }
 
 // nopRuntime accepts every unsolicited update.
 type nopRuntime struct{}
@@ -66,7 +69,7 @@ func startServer(t *testing.T, m server.Metrics) (srv *server.Server, sock, plug
 	nriv1beta1.RegisterRuntimeServiceServer(g, srv.RuntimeService())
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), wait())
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		g.Stop()
@@ -77,7 +80,7 @@ func startServer(t *testing.T, m server.Metrics) (srv *server.Server, sock, plug
 
 func startPlugin(t *testing.T, sock, pluginDir string, p *testplugin.Plugin) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	_, err := p.Start(ctx, sock, pluginDir)
 	t.Cleanup(p.Stop)
@@ -177,7 +180,7 @@ func TestScrapeShowsPluginCalls(t *testing.T) {
 		},
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	for i := range 3 {
 		pod, ctr := fixture.Pod(3), fixture.Container(3, i)
@@ -314,7 +317,7 @@ func gather(t *testing.T, m *metrics.Metrics) map[string]*dto.MetricFamily {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: wait}
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: wait()}
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Close()
 	return scrape(t, "http://"+lis.Addr().String()+"/")

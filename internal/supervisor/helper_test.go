@@ -19,6 +19,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 )
 
 // The test binary doubles as the supervised plugin: run with helperArg as
@@ -27,9 +29,10 @@ import (
 // stays exactly what the test gave.
 const helperArg = "supervisor-test-helper"
 
-// waitLong bounds every wait for an event; it is generous on purpose and only
-// matters when something is broken.
-const waitLong = 30 * time.Second
+// waitLong bounds every wait for an event: the time left before the test
+// binary's deadline (internal/testwait); it only matters when something is
+// broken.
+func waitLong() time.Duration { return testwait.Bound() }
 
 func TestMain(m *testing.M) {
 	if len(os.Args) >= 3 && os.Args[1] == helperArg {
@@ -206,7 +209,7 @@ func (f *fd3) next() startedConn {
 	select {
 	case s := <-f.started:
 		return s
-	case <-time.After(waitLong):
+	case <-time.After(waitLong()):
 		f.t.Fatal("timed out waiting for a start")
 		return startedConn{}
 	}
@@ -215,7 +218,7 @@ func (f *fd3) next() startedConn {
 // readLine reads one line from c.
 func readLine(t *testing.T, c net.Conn) string {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(waitLong))
+	_ = c.SetReadDeadline(time.Now().Add(waitLong()))
 	var b []byte
 	one := make([]byte, 1)
 	for {
@@ -275,7 +278,7 @@ func (r *recorder) find(match func(logRecord) bool) []logRecord {
 // waitFor waits until a record matches.
 func (r *recorder) waitFor(t *testing.T, what string, match func(logRecord) bool) logRecord {
 	t.Helper()
-	timeout := time.After(waitLong)
+	timeout := time.After(waitLong())
 	for {
 		r.mu.Lock()
 		changed := r.changed
@@ -335,7 +338,7 @@ func waitDone(t *testing.T, p *Proc) {
 	t.Helper()
 	select {
 	case <-p.Done():
-	case <-time.After(waitLong):
+	case <-time.After(waitLong()):
 		t.Fatalf("%s: supervision did not end", p.Name())
 	}
 }
@@ -343,7 +346,7 @@ func waitDone(t *testing.T, p *Proc) {
 // stopAtEnd stops s when the test ends, so no child outlives it.
 func stopAtEnd(t *testing.T, s *Supervisor) {
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong())
 		defer cancel()
 		if err := s.Stop(ctx); err != nil {
 			t.Errorf("stop supervisor: %v", err)

@@ -91,7 +91,7 @@ func TestEnvAndFD3(t *testing.T) {
 	exits := make(chan Exited, 10)
 	spec.OnExit = func(_ context.Context, e Exited) { exits <- e }
 
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestEnvAndFD3(t *testing.T) {
 		t.Errorf("first start has Restarts = %d", sc.Restarts)
 	}
 
-	_ = sc.conn.SetReadDeadline(time.Now().Add(waitLong))
+	_ = sc.conn.SetReadDeadline(time.Now().Add(waitLong()))
 	var r report
 	if err := json.NewDecoder(sc.conn).Decode(&r); err != nil {
 		t.Fatalf("read report from fd 3: %v", err)
@@ -140,7 +140,7 @@ func TestEnvAndFD3(t *testing.T) {
 		t.Errorf("stderr record attributes = %v", errLine.Attrs)
 	}
 
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	st = p.Status()
@@ -179,7 +179,7 @@ func TestCrashRestartsWithBackoff(t *testing.T) {
 	spec.OnStart = func(_ context.Context, st Started) { starts <- st }
 	spec.OnExit = func(_ context.Context, e Exited) { exits <- e }
 
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestCrashRestartsWithBackoff(t *testing.T) {
 	// The fifth process crashes; stop while waiting to restart it.
 	recv(t, exits, "exit")
 	recv(t, delays, "backoff delay")
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	waitDone(t, p)
@@ -225,7 +225,7 @@ func recv[T any](t *testing.T, c <-chan T, what string) T {
 	select {
 	case v := <-c:
 		return v
-	case <-time.After(waitLong):
+	case <-time.After(waitLong()):
 		t.Fatalf("timed out waiting for %s", what)
 		var zero T
 		return zero
@@ -240,7 +240,7 @@ func TestCrashRestartsWithTimers(t *testing.T) {
 	starts := make(chan Started, 100)
 	spec := helperSpec(t, "crasher", "crash")
 	spec.OnStart = func(_ context.Context, st Started) { starts <- st }
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestCrashRestartsWithTimers(t *testing.T) {
 			t.Errorf("start %d has Restarts = %d", i, st.Restarts)
 		}
 	}
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatal(err)
 	}
 	if st := p.Status(); st.Restarts < 3 || !st.Stopped || st.Running {
@@ -281,7 +281,7 @@ func TestFailedRestartIsRetried(t *testing.T) {
 		return nil, nil, nil
 	}
 	spec.OnStart = func(_ context.Context, st Started) { starts <- st }
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestFailedRestartIsRetried(t *testing.T) {
 		t.Errorf("Started.Restarts = %d, want 1", st.Restarts)
 	}
 	recv(t, delays, "delay after second crash")
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -315,14 +315,14 @@ func TestStopGraceful(t *testing.T) {
 	f := newFD3(t)
 	spec := helperSpec(t, "graceful", "term")
 	spec.Prepare, spec.OnStart = f.prepare, f.onStart
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := readLine(t, f.next().conn); got != "ready" {
 		t.Fatalf("child said %q", got)
 	}
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	waitDone(t, p)
@@ -339,10 +339,10 @@ func TestStopGraceful(t *testing.T) {
 		t.Error("a stopped process was started again")
 	}
 	// Stop again, and Restart after Stop.
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}
-	if err := p.Restart(ctxTimeout(t, waitLong)); !errors.Is(err, ErrStopped) {
+	if err := p.Restart(ctxTimeout(t, waitLong())); !errors.Is(err, ErrStopped) {
 		t.Errorf("Restart after Stop = %v, want ErrStopped", err)
 	}
 }
@@ -355,7 +355,7 @@ func TestStopEscalatesToKill(t *testing.T) {
 	f := newFD3(t)
 	spec := helperSpec(t, "stubborn", "ignore")
 	spec.Prepare, spec.OnStart = f.prepare, f.onStart
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,14 +407,14 @@ func TestRestart(t *testing.T) {
 	spec := helperSpec(t, "restartable", "term")
 	spec.Prepare, spec.OnStart = f.prepare, f.onStart
 	spec.OnExit = func(_ context.Context, e Exited) { exits <- e }
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := f.next()
 	readLine(t, first.conn)
 
-	if err := p.Restart(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Restart(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
 	second := f.next()
@@ -428,7 +428,7 @@ func TestRestart(t *testing.T) {
 	if st := p.Status(); st.PID != second.PID || st.Restarts != 1 || !st.Running {
 		t.Errorf("Status = %+v", st)
 	}
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -443,17 +443,17 @@ func TestStopDuringBackoff(t *testing.T) {
 	spec := helperSpec(t, "crasher", "crash")
 	spec.OnStart = func(_ context.Context, st Started) { starts <- st }
 	spec.OnExit = func(_ context.Context, e Exited) { exits <- e }
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-starts
 	recv(t, exits, "exit")
 	// Nothing runs: Restart has nothing to do.
-	if err := p.Restart(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Restart(ctxTimeout(t, waitLong())); err != nil {
 		t.Errorf("Restart while waiting: %v", err)
 	}
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, p)
@@ -471,7 +471,7 @@ func TestSupervisorStop(t *testing.T) {
 		f := newFD3(t)
 		spec := helperSpec(t, mode, mode)
 		spec.Prepare, spec.OnStart = f.prepare, f.onStart
-		p, err := s.Start(ctxTimeout(t, waitLong), spec)
+		p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -481,7 +481,7 @@ func TestSupervisorStop(t *testing.T) {
 	exits := make(chan Exited, 1)
 	spec := helperSpec(t, "crash", "crash")
 	spec.OnExit = func(_ context.Context, e Exited) { exits <- e }
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	f := newFD3(t)
 	spec := helperSpec(t, "parent", "spawn")
 	spec.Prepare, spec.OnStart = f.prepare, f.onStart
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +537,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	// SIGKILL is sent before Stop returns; its delivery is asynchronous.
-	deadline := time.Now().Add(waitLong)
+	deadline := time.Now().Add(waitLong())
 	for alive(child) == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("grandchild %d survived its plugin", child)
@@ -557,7 +557,7 @@ func TestStopWithLeakedOutput(t *testing.T) {
 	f := newFD3(t)
 	spec := helperSpec(t, "leaky", "detach")
 	spec.Prepare, spec.OnStart = f.prepare, f.onStart
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +567,7 @@ func TestStopWithLeakedOutput(t *testing.T) {
 		t.Fatalf("child said %q", line)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, p)
@@ -594,7 +594,7 @@ func TestStartFailures(t *testing.T) {
 	_, log := newRecorder(t)
 	s := New(WithLogger(log))
 	stopAtEnd(t, s)
-	ctx := ctxTimeout(t, waitLong)
+	ctx := ctxTimeout(t, waitLong())
 
 	if _, err := s.Start(ctx, Spec{Path: "/bin/true"}); err == nil {
 		t.Error("Start without a name succeeded")
@@ -654,12 +654,12 @@ func TestNilEnvIsEmpty(t *testing.T) {
 	f := newFD3(t)
 	spec := helperSpec(t, "noenv", "report")
 	spec.Prepare, spec.OnStart = f.prepare, f.onStart
-	p, err := s.Start(ctxTimeout(t, waitLong), spec)
+	p, err := s.Start(ctxTimeout(t, waitLong()), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := f.next().conn
-	_ = c.SetReadDeadline(time.Now().Add(waitLong))
+	_ = c.SetReadDeadline(time.Now().Add(waitLong()))
 	var r report
 	if err := json.NewDecoder(c).Decode(&r); err != nil {
 		t.Fatal(err)
@@ -667,7 +667,7 @@ func TestNilEnvIsEmpty(t *testing.T) {
 	if len(r.Env) != 0 {
 		t.Errorf("child environment = %q, want empty", r.Env)
 	}
-	if err := p.Stop(ctxTimeout(t, waitLong)); err != nil {
+	if err := p.Stop(ctxTimeout(t, waitLong())); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -164,7 +164,7 @@ func TestOTLPExporter(t *testing.T) {
 	go func() { _ = g.Serve(lis) }()
 	defer g.Stop()
 
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	tel, err := telemetry.Setup(ctx, telemetry.Config{Exporter: telemetry.ExporterOTLP, OTLPEndpoint: lis.Addr().String(), ServiceName: "nrid-otlp"})
 	if err != nil {

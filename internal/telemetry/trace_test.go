@@ -25,10 +25,13 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/telemetry"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
-const wait = 20 * time.Second
+// wait bounds what a test waits for: the time left before the test
+// binary's deadline (internal/testwait).
+func wait() time.Duration { return testwait.Bound() }
 
 // Values that must never reach a span.
 const (
@@ -61,7 +64,7 @@ func (e *notifyingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Re
 // Server spans end after the client has its answer: they are polled for.
 func (e *notifyingExporter) waitFor(t *testing.T, what string, pred func(tracetest.SpanStubs) bool) tracetest.SpanStubs {
 	t.Helper()
-	deadline := time.NewTimer(wait)
+	deadline := time.NewTimer(wait())
 	defer deadline.Stop()
 	for {
 		e.mu.Lock()
@@ -181,7 +184,7 @@ func (p *tracedPlugin) start(t *testing.T, sock, dir string, opts ...grpc.Server
 		if err != nil {
 			t.Fatalf("registering: %v", err)
 		}
-	case <-time.After(wait):
+	case <-time.After(wait()):
 		t.Fatal("registration did not finish")
 	}
 }
@@ -212,7 +215,7 @@ func startServer(t *testing.T, tel *telemetry.Telemetry) (srv *server.Server, so
 	nriv1beta1.RegisterRuntimeServiceServer(g, srv.RuntimeService())
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), wait())
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 		g.Stop()
@@ -246,7 +249,7 @@ func TestTraceReachesPlugin(t *testing.T) {
 	ctr := fixture.Container(1, 0)
 	ctr.Annotations["secret"] = secretAnnotation
 	ctr.Env = append(ctr.Env, "SECRET="+secretEnv)
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	ctx, parent := tel.TracerProvider().Tracer("test").Start(ctx, "runtime CreateContainer")
 	if _, err := srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: fixture.Pod(1), Container: ctr}); err != nil {
