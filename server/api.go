@@ -269,9 +269,7 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 	results := make([]result, len(validators))
 	pcs := make([]*nriv1beta1.PluginCall, len(validators))
 	var wg sync.WaitGroup
-	names := make([]string, len(validators))
 	for i, sl := range validators {
-		names[i] = sl.full
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -326,7 +324,7 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 		}
 	}
 	for i, r := range results {
-		full := names[i]
+		full := validators[i].full
 		if r.err != nil {
 			return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED, []string{full},
 				"validator plugin %s failed: %s", full, status.Convert(r.err).Message())

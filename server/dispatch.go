@@ -42,7 +42,7 @@ func lastRemote(order []*slot, mask uint32) int {
 // recorded.
 func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
 	run func(fl *flight) error) error {
-	fl := s.flights.begin(func() []*slot { return *s.order.Load() })
+	fl := s.flights.begin(&s.order)
 	defer s.flights.end(fl)
 	unlock := s.pods.lock(pod.GetId())
 	defer unlock()
@@ -139,16 +139,11 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			if err := ctx.Err(); err != nil {
 				return errs, status.FromContextError(err).Err()
 			}
-			// Still synchronizing when its time for the event ran out: an
-			// availability failure under its own policy, not an eviction.
-			err := status.Errorf(codes.Unavailable, "plugin %s was not ready (synchronizing) within its %v for %s",
-				inst.full, timeout.Round(time.Millisecond), ev.name)
-			s.observe(inst, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, timeout, recordCall(rec, inst, timeout), err)
-			if inst.required() && ev.creating {
-				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
-					[]string{inst.full}, "%s: required plugin %s is unavailable: %s", ev.name, inst.full, status.Convert(err).Message())
+			// Still synchronizing when its time for the event ran out.
+			if err := s.skip(inst, ev, rec, timeout, status.Errorf(codes.Unavailable, "plugin %s was not ready (synchronizing) within its %v for %s",
+				inst.full, timeout.Round(time.Millisecond), ev.name)); err != nil {
+				return errs, err
 			}
-			s.opts.metrics.FailedOpen(inst.full, ev.event, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED)
 			continue
 		}
 		if dry != nil && !p.caps.GetDryRun() {
@@ -169,16 +164,11 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 			}
 		}
 		if raw != nil && len(raw) > p.maxMsg {
-			// nrid cannot send it: the plugin's failure policy applies, but
-			// the plugin did nothing wrong and stays registered.
-			err := status.Errorf(codes.ResourceExhausted, "%s request of %d bytes is over plugin %s's maximum message size of %d bytes",
-				ev.name, len(raw), p.full, p.maxMsg)
-			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, 0, recordCall(rec, p, 0), err)
-			if p.required() && ev.creating {
-				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
-					[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, status.Convert(err).Message())
+			// nrid cannot send it.
+			if err := s.skip(p, ev, rec, 0, status.Errorf(codes.ResourceExhausted, "%s request of %d bytes is over plugin %s's maximum message size of %d bytes",
+				ev.name, len(raw), p.full, p.maxMsg)); err != nil {
+				return errs, err
 			}
-			s.opts.metrics.FailedOpen(p.full, ev.event, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED)
 			continue
 		}
 		start := time.Now()
@@ -266,6 +256,20 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		})
 	}
 	return errs, nil
+}
+
+// skip records that p was not called for ev, after d, for a reason that is
+// not its fault (why): an availability failure under its failure policy,
+// never an eviction. It returns the error that fails a creating event when
+// p is required, else nil (the event goes on without p).
+func (s *Server) skip(p *plugin, ev *eventInfo, rec *nriv1beta1.DispatchRecord, d time.Duration, why error) error {
+	s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, d, recordCall(rec, p, d), why)
+	if p.required() && ev.creating {
+		return dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+			[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, status.Convert(why).Message())
+	}
+	s.opts.metrics.FailedOpen(p.full, ev.event, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED)
+	return nil
 }
 
 // classify sorts a failed call: availability failures (the plugin could not

@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 )
@@ -43,16 +44,16 @@ func (f *flights) init() {
 	f.active = map[uint64]int{}
 }
 
-// begin registers an event; order loads the dispatch order, which the event
-// uses throughout.
-func (f *flights) begin(order func() []*slot) *flight {
+// begin registers an event with the dispatch order current now, which the
+// event uses throughout.
+func (f *flights) begin(order *atomic.Pointer[[]*slot]) *flight {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.excl {
 		f.cond.Wait()
 	}
 	f.active[f.gen]++
-	return &flight{gen: f.gen, order: order()}
+	return &flight{gen: f.gen, order: *order.Load()}
 }
 
 // end unregisters an event.

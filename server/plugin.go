@@ -39,6 +39,22 @@ type gate struct {
 
 func newGate() *gate { return &gate{ch: make(chan struct{})} }
 
+// settle closes the gate with the outcome of the synchronization.
+func (g *gate) settle(ok bool) {
+	g.ok = ok
+	close(g.ch)
+}
+
+// settled reports whether the gate is closed and, if so, the outcome.
+func (g *gate) settled() (done, ok bool) {
+	select {
+	case <-g.ch:
+		return true, g.ok
+	default:
+		return false, false
+	}
+}
+
 func openGate(ok bool) *gate {
 	g := &gate{ch: make(chan struct{}), ok: ok}
 	close(g.ch)

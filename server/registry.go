@@ -102,26 +102,11 @@ func (sl *slot) registered() *plugin {
 		return cur
 	}
 	if pend != nil {
-		g := pend.ready.Load()
-		select {
-		case <-g.ch:
-			if g.ok {
-				return pend
-			}
-		default:
+		if done, ok := pend.ready.Load().settled(); done && ok {
+			return pend
 		}
 	}
 	return nil
-}
-
-// gateFailed reports a gate closed because the synchronization failed.
-func gateFailed(g *gate) bool {
-	select {
-	case <-g.ch:
-		return !g.ok
-	default:
-		return false
-	}
 }
 
 // target returns the instance an event of mask goes to. An instance that
@@ -152,7 +137,7 @@ func (sl *slot) target(ctx context.Context, mask uint32, gen uint64, deadline ti
 		}
 		// One that is going (evicted, closed, its synchronization failed)
 		// is absent, not late.
-		if g := inst.ready.Load(); !inst.retiring.Load() && !inst.isClosed() && !gateFailed(g) {
+		if done, ok := inst.ready.Load().settled(); !inst.retiring.Load() && !inst.isClosed() && !(done && !ok) {
 			subscribed = true
 		}
 	}
@@ -217,6 +202,9 @@ func (s *Server) RegisterInProcess(ctx context.Context, reg Registration, impl n
 	if reg.Kind == nriv1beta1.PluginKind_PLUGIN_KIND_UNSPECIFIED {
 		reg.Kind = nriv1beta1.PluginKind_PLUGIN_KIND_IN_PROCESS
 	}
+	if err := checkRegistration(reg); err != nil {
+		return nil, err
+	}
 	p, err := s.register(ctx, reg, &inProcessConn{impl: impl})
 	if err != nil {
 		return nil, err
@@ -224,14 +212,10 @@ func (s *Server) RegisterInProcess(ctx context.Context, reg Registration, impl n
 	return &Handle{p: p}, nil
 }
 
-// register runs a registration: checks, Configure, cut, Synchronize,
-// promotion. On failure the connection is closed and the error is a status
-// naming the rule.
+// register runs a registration whose request passed checkRegistration:
+// Configure, cut, Synchronize, promotion. On failure the connection is
+// closed and the error is a status naming the rule.
 func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugin, error) {
-	if err := checkRegistration(reg); err != nil {
-		_ = c.close()
-		return nil, err
-	}
 	s.mu.Lock()
 	closing := s.closing
 	s.mu.Unlock()
@@ -496,9 +480,7 @@ func (s *Server) promote(p *plugin) {
 	old := sl.current
 	sl.current, sl.pending = p, nil
 	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_READY)
-	g := p.ready.Load()
-	g.ok = true
-	close(g.ch)
+	p.ready.Load().settle(true)
 	sl.mu.Unlock()
 	if old != nil {
 		go old.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_REPLACED, "replaced by a newer instance")
@@ -509,9 +491,7 @@ func (s *Server) promote(p *plugin) {
 // abandon drops a pending instance whose synchronization failed; events that
 // waited for it go to the current instance, if any.
 func (s *Server) abandon(p *plugin) {
-	g := p.ready.Load()
-	g.ok = false
-	close(g.ch)
+	p.ready.Load().settle(false)
 }
 
 // unregister removes a closed instance from its slot.

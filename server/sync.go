@@ -201,18 +201,14 @@ func (s *Server) resync(p *plugin) {
 			s.syncMu.Lock()
 			p.catchUp.syncing = false
 			s.syncMu.Unlock()
-			g := p.ready.Load()
-			g.ok = false
-			close(g.ch)
+			p.ready.Load().settle(false)
 			p.close(fmt.Errorf("resynchronization failed: %w", err))
 			return
 		}
 		var again bool
 		gonePods, goneCtrs, again = s.takeCatchUp(p, func() {
 			p.setState(nriv1beta1.PluginState_PLUGIN_STATE_READY)
-			g := p.ready.Load()
-			g.ok = true
-			close(g.ch)
+			p.ready.Load().settle(true)
 		})
 		if !again {
 			return
