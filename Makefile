@@ -319,6 +319,16 @@ SOAK ?= 10m
 soak: ## Run the soak for SOAK (10m): lifecycle load, plugin churn, nrid restarts; fails on failed events or growth
 	@NRI_SOAK=$(SOAK) $(GO) test -count=1 -run TestSoak -v -timeout $(SOAK)5m ./test/faults/
 
+# make fuzz: server/check's FuzzMergeChecked for FUZZTIME (a Go duration):
+# arbitrary plugin responses that server/check accepts must merge
+# (server/merge) without panicking into results server/check accepts too. A
+# failing input is written to server/check/testdata/fuzz/FuzzMergeChecked/.
+FUZZTIME ?= 1m
+
+.PHONY: fuzz
+fuzz: ## Fuzz check+merge (server/check FuzzMergeChecked) for FUZZTIME (1m)
+	@$(GO) test -run='^$$' -fuzz='^FuzzMergeChecked$$' -fuzztime=$(FUZZTIME) ./server/check/
+
 .PHONY: doctor
 doctor: ## Check every tool make test needs; name the install command for each one missing
 	@bash tools/doctor.sh

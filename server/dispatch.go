@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -176,10 +177,10 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		d := time.Since(start)
 		pc := recordCall(rec, p, d)
 		if err == nil {
-			if aerr := s.opts.authorizer.AuthorizeResponse(p.identity, p.full, ev.event, req, rsp); aerr != nil {
-				refused := status.Errorf(codes.PermissionDenied, "response refused by policy: %v", aerr)
+			if refused := s.admitAnswer(p, ev.event, req, rsp); refused != nil {
 				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED, d, pc, refused)
-				s.log.Warn("audit: plugin response refused", "plugin", p.full, "identity", p.identity, "event", ev.name, "reason", aerr.Error())
+				s.log.Warn("audit: plugin response refused", "plugin", p.full, "identity", p.identity, "event", ev.name,
+					"code", status.Code(refused).String(), "reason", status.Convert(refused).Message())
 				if p.required() && ev.creating {
 					return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
 						[]string{p.full}, "%s: required plugin %s: %s", ev.name, p.full, status.Convert(refused).Message())
@@ -327,7 +328,18 @@ func (s *Server) observe(p *plugin, ev *eventInfo, outcome nriv1beta1.CallOutcom
 	}
 	if err != nil {
 		p.noteError(err)
-		s.log.Debug("plugin call failed", "plugin", p.full, "event", ev.name, "outcome", outcome.String(), "error", clip(err.Error()))
+		// A failed call is the line operators look for when a plugin's
+		// changes are missing (docs/containerd.md): warn. A veto is the
+		// plugin's verdict, not a failure: info. A refusal has its own
+		// audit line.
+		level := slog.LevelWarn
+		switch outcome {
+		case nriv1beta1.CallOutcome_CALL_OUTCOME_VETO:
+			level = slog.LevelInfo
+		case nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED:
+			level = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), level, "plugin call failed", "plugin", p.full, "event", ev.name, "outcome", outcome.String(), "error", clip(err.Error()))
 	}
 	s.opts.metrics.PluginCall(p.full, ev.event, outcome, d)
 	if pc != nil {

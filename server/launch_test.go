@@ -135,7 +135,7 @@ func waitPlugin(t *testing.T, h *harness, not string, _ uint32) *nriv1beta1.Plug
 }
 
 // listenAsEnv makes the test binary listen on a unix socket and wait (run
-// as another uid by TestPeerMismatchIsRefused).
+// as another uid by TestEndpointOfAnotherUIDIsRefused).
 const listenAsEnv = "NRI_TEST_LISTEN_AS"
 
 func listenAndWait(path string) int {
@@ -154,13 +154,18 @@ func listenAndWait(path string) int {
 	}
 }
 
-// TestPeerMismatchIsRefused: an endpoint served by another uid than the
-// registrant's is refused with PEER_MISMATCH.
-func TestPeerMismatchIsRefused(t *testing.T) {
+// TestEndpointOfAnotherUIDIsRefused: a socket file of another uid than the
+// registrant's is refused before nrid connects to it, and a socket file of
+// the registrant's on which another uid listens after connecting (the
+// peer's SO_PEERCRED); the registrant gets the same refusal for both (the
+// uniform one of an endpoint nrid could not connect to), and the log tells
+// which.
+func TestEndpointOfAnotherUIDIsRefused(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run a listener as another uid")
 	}
-	h := newHarness(t)
+	logOpt, logs := captureLog(t)
+	h := newHarness(t, logOpt)
 	if err := os.Chmod(h.pluginDir, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +199,21 @@ func TestPeerMismatchIsRefused(t *testing.T) {
 	if err != nil || line != "listening\n" {
 		t.Fatalf("child: %q %v", line, err)
 	}
+	// The socket file is uid 65534's.
 	_, err = registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + sock})
-	if testplugin.Reason(err) != "REGISTRATION_REFUSAL_PEER_MISMATCH" || !strings.Contains(err.Error(), "uid 65534") {
-		t.Fatalf("got %v", err)
+	owner := unreachable(t, "a socket file of uid 65534", err)
+	if len(logs.grep("plugin=10-x", "foreign.sock: is owned by another uid: uid 65534, want uid 0")) == 0 {
+		t.Error("the log does not name the socket file's owner")
+	}
+	// The file is the registrant's now, but uid 65534 still listens on it.
+	if err := os.Chown(sock, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + sock})
+	if peer := unreachable(t, "a socket served by uid 65534", err); peer != owner {
+		t.Errorf("the refusals differ: %v", err)
+	}
+	if len(logs.grep("plugin=10-x", "foreign.sock is served by uid 65534", "the registrant is uid 0")) == 0 {
+		t.Error("the log does not name the listening process's uid")
 	}
 }

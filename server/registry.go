@@ -2,27 +2,19 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/internal/codec"
-	"github.com/nri-grpc/nri-grpc/internal/flowctl"
-	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/version"
 )
 
@@ -383,8 +375,18 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) (answe
 		ServerVersion:       version.Server(),
 		Timeouts:            p.timeouts.proto(),
 	}
+	// Configure makes the first connection to a remote plugin: its dialer
+	// logs under the plugin's name.
+	bindConn(p)
 	rsp, err := p.call(ctx, nriv1beta1.PluginService_Configure_FullMethodName, s.opts.registrationTimeout, req, nil,
 		func() proto.Message { return &nriv1beta1.ConfigureResponse{} })
+	if err != nil && connUnreachable(p, err) {
+		// The same refusal whatever the cause (endpoint.go); the cause is
+		// in the dialer's log line and here.
+		s.log.Warn("registration refused: could not connect to the plugin's endpoint", "plugin", p.full,
+			"identity", clip(p.identity), "endpoint", clip(p.endpoint), "error", clip(err.Error()))
+		return false, unreachableRefusal()
+	}
 	if err != nil {
 		return false, refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "",
 			"configuring plugin %s: %v", p.full, err)
@@ -586,160 +588,4 @@ func checkIdentity(name, idx string) error {
 			"plugin_idx: %s must be exactly two ASCII digits", quote(idx))
 	}
 	return nil
-}
-
-// dialPlugin connects to a remote plugin's endpoint under the endpoint
-// policy: a unix socket inside the plugin socket directory whose listening
-// process has the registrant's uid, or, with WithPluginTLS, a TCP endpoint
-// whose certificate matches the registrant.
-func (s *Server) dialPlugin(endpoint string, id Identity) (conn, error) {
-	if isNetworkEndpoint(endpoint) {
-		return s.dialTCPPlugin(endpoint, id)
-	}
-	if !id.Unix {
-		return nil, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
-			"endpoint: identity %q has no unix credentials to check the unix socket's owner against", id.Name)
-	}
-	uid := id.UID
-	path, err := s.checkEndpoint(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	// A first look at the listener, for a precise refusal; the gRPC
-	// connection's own handshake below checks again, on the connection that
-	// is used.
-	probe, err := net.DialTimeout("unix", path, s.opts.registrationTimeout)
-	if err != nil {
-		return nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "endpoint",
-			"endpoint: %s is not reachable: %v", endpoint, err)
-	}
-	info, err := peercred.Of(probe)
-	_ = probe.Close()
-	if err != nil {
-		return nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "endpoint",
-			"endpoint: %v", err)
-	}
-	if info.UID != uid {
-		return nil, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_PEER_MISMATCH, "endpoint",
-			"endpoint: %s is served by uid %d, the registrant is uid %d", endpoint, info.UID, uid)
-	}
-	creds := peercred.Credentials{ClientCheck: func(info peercred.Info) error {
-		if info.UID != uid {
-			return fmt.Errorf("endpoint %s is served by uid %d, the registrant is uid %d", endpoint, info.UID, uid)
-		}
-		return nil
-	}}
-	return s.newPluginClient("unix://"+path, creds)
-}
-
-// newPluginClient makes the gRPC connection to a plugin's endpoint.
-func (s *Server) newPluginClient(target string, creds credentials.TransportCredentials) (conn, error) {
-	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(creds),
-		grpc.WithDisableRetry(),
-		grpc.WithIdleTimeout(0),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(s.opts.maxMessageSize), grpc.MaxCallRecvMsgSize(s.opts.maxMessageSize)),
-		codec.DialOption(),
-	}, flowctl.DialOptions()...)
-	opts = append(opts, s.opts.dialOptions...)
-	cc, err := grpc.NewClient(target, opts...)
-	if err != nil {
-		return nil, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
-			"endpoint: %v", err)
-	}
-	return &remoteConn{cc: cc}, nil
-}
-
-// peerMismatch is a plugin certificate that does not name the registrant.
-type peerMismatch struct{ msg string }
-
-func (e *peerMismatch) Error() string { return e.msg }
-
-// isNetworkEndpoint reports whether endpoint names a TCP address rather
-// than a unix socket.
-func isNetworkEndpoint(endpoint string) bool {
-	return endpoint != "" && !strings.HasPrefix(endpoint, "unix:") && !strings.HasPrefix(endpoint, "/")
-}
-
-// dialTCPPlugin connects to a plugin's TCP endpoint ("dns:///host:port",
-// "tcp://host:port" or "host:port") over TLS: the plugin's certificate must
-// chain to the configured roots, name the endpoint's host and, when the
-// registrant authenticated with a client certificate, carry the same
-// common name.
-func (s *Server) dialTCPPlugin(endpoint string, id Identity) (conn, error) {
-	bad := func(format string, args ...any) error {
-		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
-			"endpoint: "+format, args...)
-	}
-	if s.opts.pluginTLS == nil {
-		return nil, bad("%q is a network address; this server dials TCP endpoints only with TLS configured (nrid: [tcp])", endpoint)
-	}
-	hostport := endpoint
-	for _, prefix := range []string{"dns:///", "tcp://"} {
-		hostport = strings.TrimPrefix(hostport, prefix)
-	}
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil || host == "" || port == "" || strings.Contains(hostport, "/") {
-		return nil, bad("%q is not \"dns:///host:port\", \"tcp://host:port\" or \"host:port\"", endpoint)
-	}
-	cfg := s.opts.pluginTLS.Clone()
-	cfg.ServerName = host
-	if cn, ok := strings.CutPrefix(id.Name, "cert:"); ok {
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != cn {
-				got := ""
-				if len(cs.PeerCertificates) > 0 {
-					got = cs.PeerCertificates[0].Subject.CommonName
-				}
-				return &peerMismatch{fmt.Sprintf("endpoint %s presents a certificate for %q, the registrant is %q", endpoint, got, id.Name)}
-			}
-			return nil
-		}
-	}
-	// A first handshake, for a precise refusal; the gRPC connection's own
-	// handshake checks again, on the connection that is used.
-	probeCfg := cfg.Clone()
-	probeCfg.NextProtos = []string{"h2"}
-	probe, err := tls.DialWithDialer(&net.Dialer{Timeout: s.opts.registrationTimeout}, "tcp", hostport, probeCfg)
-	if err != nil {
-		var (
-			verr     *tls.CertificateVerificationError
-			mismatch *peerMismatch
-		)
-		if errors.As(err, &verr) || errors.As(err, &mismatch) {
-			return nil, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_PEER_MISMATCH, "endpoint",
-				"endpoint: %v", err)
-		}
-		return nil, refusal(codes.Unavailable, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "endpoint",
-			"endpoint: %s is not reachable over TLS: %v", endpoint, err)
-	}
-	_ = probe.Close()
-	return s.newPluginClient("dns:///"+hostport, credentials.NewTLS(cfg))
-}
-
-// checkEndpoint applies the endpoint policy and returns the socket path.
-func (s *Server) checkEndpoint(endpoint string) (string, error) {
-	bad := func(format string, args ...any) error {
-		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
-			"endpoint: "+format, args...)
-	}
-	if endpoint == "" {
-		return "", bad("must not be empty for a remote plugin")
-	}
-	if !strings.HasPrefix(endpoint, "unix://") {
-		return "", bad("%q is not a unix:// target; only unix sockets in %s are allowed", endpoint, s.opts.pluginSocketDir)
-	}
-	path := strings.TrimPrefix(endpoint, "unix://")
-	if !filepath.IsAbs(path) {
-		return "", bad("%q is not an absolute path", path)
-	}
-	clean := filepath.Clean(path)
-	dir := filepath.Clean(s.opts.pluginSocketDir)
-	if !strings.HasPrefix(clean, dir+string(filepath.Separator)) {
-		return "", bad("%q is outside the plugin socket directory %s", clean, dir)
-	}
-	if len(clean) > 107 {
-		return "", bad("%q is longer than the 107 bytes a unix socket path may have", clean)
-	}
-	return clean, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -12,6 +13,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
+	"github.com/nri-grpc/nri-grpc/server/check"
 )
 
 type identityKey struct{}
@@ -132,15 +134,66 @@ func (r *runtimeService) UpdateContainers(ctx context.Context, req *nriv1beta1.U
 	return &nriv1beta1.UpdateContainersResponse{Failed: failed, FailedEvictions: failedEv}, nil
 }
 
-// authorizeUpdates checks unsolicited updates against the plugin's grants:
-// a refusal is PERMISSION_DENIED and nothing is applied.
+// authorizeUpdates checks unsolicited updates against the plugin's grants
+// and the value rules (admitAnswer): a refusal is PERMISSION_DENIED or
+// INVALID_ARGUMENT naming the field, and nothing is applied.
 func (s *Server) authorizeUpdates(p *plugin, m proto.Message) error {
-	if err := s.opts.authorizer.AuthorizeResponse(p.identity, p.full, nriv1beta1.Event_EVENT_UNSPECIFIED, nil, m); err != nil {
-		s.log.Warn("audit: plugin updates refused", "plugin", p.full, "identity", p.identity, "reason", err.Error())
+	if err := s.admitAnswer(p, nriv1beta1.Event_EVENT_UNSPECIFIED, nil, m); err != nil {
+		s.log.Warn("audit: plugin updates refused", "plugin", p.full, "identity", p.identity,
+			"code", status.Code(err).String(), "reason", status.Convert(err).Message())
 		p.counters.refused.Add(1)
-		return status.Errorf(codes.PermissionDenied, "updates refused by policy: %v", err)
+		return err
 	}
 	return nil
+}
+
+// admitAnswer checks a plugin's answer (an event response, or unsolicited updates
+// with event EVENT_UNSPECIFIED and req nil) before anything of it is merged
+// or applied: first its grants (the Authorizer), then its values (package
+// check: the rules of the OCI runtime spec, runc and the kernel). A refusal
+// refuses the whole answer; it is a PERMISSION_DENIED (a missing grant) or
+// INVALID_ARGUMENT (a value that breaks a rule) status whose BadRequest
+// detail names the field.
+func (s *Server) admitAnswer(p *plugin, event nriv1beta1.Event, req, rsp proto.Message) error {
+	if err := s.opts.authorizer.AuthorizeResponse(p.identity, p.full, event, req, rsp); err != nil {
+		return refusedAnswer(codes.PermissionDenied, "refused by policy", err)
+	}
+	if err := check.Response(rsp); err != nil {
+		return refusedAnswer(codes.InvalidArgument, "refused", err)
+	}
+	return nil
+}
+
+// fieldError is an error about one field of a message, such as the
+// policy's refusals.
+type fieldError interface {
+	error
+	FieldPath() string
+}
+
+// refusedAnswer builds the status of a refused plugin answer: code, the
+// clipped error, and a BadRequest detail naming the field when err names
+// one.
+func refusedAnswer(code codes.Code, what string, err error) error {
+	msg := "response " + what + ": " + clip(err.Error())
+	field := ""
+	var ce *check.Error
+	var fe fieldError
+	switch {
+	case errors.As(err, &ce):
+		field = ce.Field
+	case errors.As(err, &fe):
+		field = fe.FieldPath()
+	}
+	st := status.New(code, msg)
+	if field != "" {
+		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+			{Field: clip(field), Description: msg},
+		}}); derr == nil {
+			st = d
+		}
+	}
+	return st.Err()
 }
 
 // instance finds a registered plugin instance by id.

@@ -1,17 +1,22 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
@@ -210,7 +215,7 @@ func TestUngrantedFieldRefused(t *testing.T) {
 		must(t, cnt.GetRefused() == 1 && cnt.GetCalls() >= 1, "counters %v", cnt)
 		must(t, strings.Contains(plugins[0].GetLastError(), `adjust.hooks: identity "uid:65534" lacks the oci_hooks grant`),
 			"last error %q", plugins[0].GetLastError())
-		n.logs.wait(t, reLog(`level=WARN msg="audit: plugin response refused" plugin=10-hooker identity=uid:65534 event=CreateContainer reason="adjust.hooks: identity \\"uid:65534\\" lacks the oci_hooks grant"`), nil)
+		n.logs.wait(t, reLog(`level=WARN msg="audit: plugin response refused" plugin=10-hooker identity=uid:65534 event=CreateContainer code=PermissionDenied reason="response refused by policy: adjust.hooks: identity \\"uid:65534\\" lacks the oci_hooks grant"`), nil)
 		c.stop(t)
 	})
 
@@ -225,6 +230,126 @@ func TestUngrantedFieldRefused(t *testing.T) {
 			t.Errorf("reason %q", testplugin.Reason(err))
 		}
 		c.stop(t)
+	})
+}
+
+// probePolicy lets uid 65534 register "prober" with the ordinary
+// adjustments only, and "trusted" with the ordinary adjustments and the
+// host_sysctls, cgroups_path and args grants.
+const probePolicy = childConfig + `
+[[policy]]
+identity = "uid:65534"
+plugins = ["prober"]
+events = ["all"]
+adjust = true
+
+[[policy]]
+identity = "uid:65534"
+plugins = ["trusted"]
+events = ["all"]
+adjust = true
+host_sysctls = true
+cgroups_path = true
+args = true
+`
+
+// TestProbedValuesRefused replays the probe of issue 15: a non-root plugin
+// whose policy grants only adjust sends values that break the rules of the
+// runtime spec and the kernel, or that need a grant of their own. Each
+// response is refused whole (its harmless env variable is not merged
+// either), audited with the code and the field, and, the plugin's failure
+// policy being ignore, the container is created without it. A plugin that
+// holds the grants gets the grant-only values through, but still not the
+// invalid ones.
+func TestProbedValuesRefused(t *testing.T) {
+	n := startNrid(t, probePolicy)
+	root := n.conn(t)
+	type probe struct {
+		linux *nriv1beta1.LinuxContainerAdjustment
+		adj   func(*nriv1beta1.ContainerAdjustment)
+		code  codes.Code
+		field string
+	}
+	bad := func(code codes.Code, field string, adj func(*nriv1beta1.ContainerAdjustment)) probe {
+		return probe{adj: adj, code: code, field: field}
+	}
+	linux := func(l *nriv1beta1.LinuxContainerAdjustment) func(*nriv1beta1.ContainerAdjustment) {
+		return func(a *nriv1beta1.ContainerAdjustment) { a.Linux = l }
+	}
+	invalid, denied := codes.InvalidArgument, codes.PermissionDenied
+	run := func(t *testing.T, plugin, idx string, first int, probes []probe) {
+		var raw []string
+		for _, p := range probes {
+			a := &nriv1beta1.ContainerAdjustment{Env: []*nriv1beta1.KeyValue{{Key: "FROM_PROBE", Value: "1"}}}
+			p.adj(a)
+			b, err := protojson.Marshal(&nriv1beta1.CreateContainerResponse{Adjust: a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw = append(raw, string(b))
+		}
+		js, err := json.Marshal(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := startChild(t, nobody, "plugin", childEnvFor(n, map[string]string{"NRID_PLUGIN": plugin, "NRID_IDX": idx, "NRID_RESPONSES": string(js)}))
+		defer c.stop(t)
+		r := c.next(t)
+		must(t, r.Code == "OK", "registration %+v", r)
+		for i, p := range probes {
+			rsp, err := createContainer(t, root, first+i)
+			if err != nil {
+				t.Fatalf("probe %d (%s): CreateContainer: %v", i, p.field, err)
+			}
+			merged := slices.ContainsFunc(rsp.GetAdjust().GetEnv(), func(kv *nriv1beta1.KeyValue) bool { return kv.GetKey() == "FROM_PROBE" })
+			if p.field == "" {
+				must(t, merged, "probe %d: an allowed response was not merged: %v", i, rsp.GetAdjust())
+				continue
+			}
+			if merged {
+				t.Errorf("probe %d (%s): a refused response was merged in part", i, p.field)
+			}
+			line := n.logs.wait(t, reLog(`level=WARN msg="audit: plugin response refused" plugin=`+idx+"-"+plugin+
+				` identity=uid:65534 event=CreateContainer code=`+p.code.String()+` reason="response refused[^"]*: `+regexp.QuoteMeta(strconv.Quote(p.field)[1:len(strconv.Quote(p.field))-1])+`: `), nil)
+			if len(line) == 0 {
+				t.Errorf("probe %d (%s): no audit line", i, p.field)
+			}
+			plugins, err := listPlugins(t, root)
+			must(t, err == nil, "ListPlugins: %v", err)
+			for _, pi := range plugins {
+				if pi.GetPlugin().GetName() == plugin && !strings.Contains(pi.GetLastError(), "code = "+p.code.String()) {
+					t.Errorf("probe %d (%s): last error %q, want code %s", i, p.field, pi.GetLastError(), p.code)
+				}
+			}
+		}
+	}
+	t.Run("adjust only", func(t *testing.T) {
+		run(t, "prober", "10", 100, []probe{
+			bad(invalid, "adjust.linux.resources.memory.limit", linux(&nriv1beta1.LinuxContainerAdjustment{
+				Resources: &nriv1beta1.LinuxResources{Memory: &nriv1beta1.LinuxMemory{Limit: wrapperspb.Int64(-12345)}}})),
+			bad(invalid, "adjust.rlimits[0].type", func(a *nriv1beta1.ContainerAdjustment) {
+				a.Rlimits = []*nriv1beta1.POSIXRlimit{{Type: "RLIMIT_BOGUS", Hard: 1, Soft: 1}}
+			}),
+			bad(invalid, "adjust.linux.oom_score_adj", linux(&nriv1beta1.LinuxContainerAdjustment{OomScoreAdj: wrapperspb.Int64(-100000)})),
+			bad(invalid, "adjust.linux.io_priority.class", linux(&nriv1beta1.LinuxContainerAdjustment{
+				IoPriority: &nriv1beta1.LinuxIOPriority{Class: 9999}})),
+			bad(denied, "adjust.linux.cgroups_path", linux(&nriv1beta1.LinuxContainerAdjustment{CgroupsPath: "../../../evil"})),
+			bad(denied, `adjust.linux.sysctl["kernel.core_pattern"]`, linux(&nriv1beta1.LinuxContainerAdjustment{
+				Sysctl: map[string]string{"kernel.core_pattern": "|/usr/local/bin/x"}})),
+			bad(denied, "adjust.args", func(a *nriv1beta1.ContainerAdjustment) { a.Args = []string{"", "/bin/sh", "-c", "id"} }),
+			// The boundary values are accepted.
+			bad(0, "", linux(&nriv1beta1.LinuxContainerAdjustment{OomScoreAdj: wrapperspb.Int64(-1000),
+				Sysctl:    map[string]string{"net.core.somaxconn": "1024"},
+				Resources: &nriv1beta1.LinuxResources{Memory: &nriv1beta1.LinuxMemory{Limit: wrapperspb.Int64(64 << 20)}}})),
+		})
+	})
+	t.Run("granted", func(t *testing.T) {
+		run(t, "trusted", "11", 200, []probe{
+			bad(invalid, "adjust.linux.cgroups_path", linux(&nriv1beta1.LinuxContainerAdjustment{CgroupsPath: "../../../evil"})),
+			bad(0, "", linux(&nriv1beta1.LinuxContainerAdjustment{Sysctl: map[string]string{"kernel.core_pattern": "core"}})),
+			bad(0, "", linux(&nriv1beta1.LinuxContainerAdjustment{CgroupsPath: "/kubepods/besteffort/probe"})),
+			bad(0, "", func(a *nriv1beta1.ContainerAdjustment) { a.Args = []string{"", "/bin/sh", "-c", "id"} }),
+		})
 	})
 }
 
@@ -265,10 +390,7 @@ func TestEndpointOutsidePolicyNeverDialed(t *testing.T) {
 
 	// The refusals came before any dial: nothing is waiting to be accepted.
 	for name, l := range map[string]net.Listener{"tcp": tcpL, "unix": unixL} {
-		dl := l.(interface{ SetDeadline(time.Time) error })
-		_ = dl.SetDeadline(time.Now())
-		if conn, err := l.Accept(); err == nil {
-			conn.Close()
+		if pendingConn(t, l) {
 			t.Errorf("nrid dialed the refused %s endpoint", name)
 		}
 	}

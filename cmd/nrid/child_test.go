@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
@@ -27,8 +29,9 @@ import (
 //     AdaptationService.RunPodSandbox, reports each outcome, and exits.
 //   - "plugin": registers a testplugin (NRID_PLUGIN, NRID_IDX; NRID_FAIL=1
 //     asks for the failure policy fail; its CreateContainer returns an env
-//     variable and an OCI hook), reports the outcome, and serves until its
-//     stdin closes.
+//     variable and an OCI hook, or, with NRID_RESPONSES (a JSON array of
+//     CreateContainerResponse in protojson), its k-th call returns the k-th
+//     of those), reports the outcome, and serves until its stdin closes.
 func childMain(mode string) int {
 	out := json.NewEncoder(os.Stdout)
 	report := func(call string, err error, extra ...func(*childResult)) {
@@ -80,9 +83,29 @@ func childMain(mode string) int {
 		return 0
 
 	case "plugin":
+		var canned []*nriv1beta1.CreateContainerResponse
+		if v := os.Getenv("NRID_RESPONSES"); v != "" {
+			var raw []string
+			if err := json.Unmarshal([]byte(v), &raw); err != nil {
+				report("responses", err)
+				return 1
+			}
+			for _, r := range raw {
+				m := &nriv1beta1.CreateContainerResponse{}
+				if err := protojson.Unmarshal([]byte(r), m); err != nil {
+					report("responses", err)
+					return 1
+				}
+				canned = append(canned, m)
+			}
+		}
+		var calls atomic.Int64
 		p := &testplugin.Plugin{
 			Name: name, Index: idx,
 			OnCreateContainer: func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+				if k := calls.Add(1) - 1; k < int64(len(canned)) {
+					return canned[k], nil
+				}
 				return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{
 					Env:   []*nriv1beta1.KeyValue{{Key: "FROM_CHILD", Value: "1"}},
 					Hooks: &nriv1beta1.Hooks{Prestart: []*nriv1beta1.Hook{{Path: "/usr/bin/true"}}},

@@ -277,7 +277,7 @@ func adjustSubjects(plugin string) []struct {
 		{"args", &nriv1beta1.ContainerAdjustment{Args: []string{"/bin/other", plugin}}},
 		{"hooks", &nriv1beta1.ContainerAdjustment{Hooks: &nriv1beta1.Hooks{Prestart: []*nriv1beta1.Hook{{Path: "/bin/" + plugin}},
 			Poststop: []*nriv1beta1.Hook{{Path: "/bin/cleanup", Args: []string{"cleanup", "-v"}, Env: []string{"X=1"}}}}}},
-		{"rlimits", &nriv1beta1.ContainerAdjustment{Rlimits: []*nriv1beta1.POSIXRlimit{{Type: "nofile", Hard: 456, Soft: 123}}}},
+		{"rlimits", &nriv1beta1.ContainerAdjustment{Rlimits: []*nriv1beta1.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 456, Soft: 123}}}},
 		{"CDI devices", &nriv1beta1.ContainerAdjustment{CdiDevices: []*nriv1beta1.CDIDevice{{Name: "vendor0.com/dev=dev0"}}}},
 		{"devices", linuxAdj(&nriv1beta1.LinuxContainerAdjustment{Devices: []*nriv1beta1.LinuxDevice{{Path: "/dev/test", Type: "c", Major: 313, Minor: 100,
 			FileMode: wrapperspb.UInt32(0o660), Uid: wrapperspb.UInt32(0)}}})},
@@ -297,8 +297,8 @@ func adjustSubjects(plugin string) []struct {
 			ListenerPath: "/run/notify.sock", Syscalls: []*nriv1beta1.LinuxSyscall{{Names: []string{"sched_getaffinity"}, Action: "SCMP_ACT_NOTIFY"}}}})},
 		{"RDT", linuxAdj(&nriv1beta1.LinuxContainerAdjustment{Rdt: &nriv1beta1.LinuxRdt{ClosId: wrapperspb.String(plugin),
 			Schemata: &nriv1beta1.OptionalRepeatedString{Value: []string{"L3:0=ff"}}, EnableMonitoring: wrapperspb.Bool(true)}})},
-		{"CPU resources", resAdj(&nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Shares: wrapperspb.UInt64(123), Quota: wrapperspb.Int64(456),
-			Period: wrapperspb.UInt64(789), RealtimeRuntime: wrapperspb.Int64(321), RealtimePeriod: wrapperspb.UInt64(654), Cpus: "0-1", Mems: "0"}})},
+		{"CPU resources", resAdj(&nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Shares: wrapperspb.UInt64(123), Quota: wrapperspb.Int64(4560),
+			Period: wrapperspb.UInt64(7890), RealtimeRuntime: wrapperspb.Int64(321), RealtimePeriod: wrapperspb.UInt64(654), Cpus: "0-1", Mems: "0"}})},
 		{"memory resources", resAdj(&nriv1beta1.LinuxResources{Memory: &nriv1beta1.LinuxMemory{Limit: wrapperspb.Int64(1234000), Reservation: wrapperspb.Int64(4000),
 			Swap: wrapperspb.Int64(34000), Swappiness: wrapperspb.UInt64(60), DisableOomKiller: wrapperspb.Bool(true), UseHierarchy: wrapperspb.Bool(false)}})},
 		{"class resources", resAdj(&nriv1beta1.LinuxResources{RdtClass: wrapperspb.String(plugin), BlockioClass: wrapperspb.String(plugin)})},
@@ -529,7 +529,7 @@ func comparisonCases() []cmpCase {
 				return nil, nil
 			}
 			u := update("ctr0", &nriv1beta1.LinuxResources{Memory: &nriv1beta1.LinuxMemory{Limit: wrapperspb.Int64(1 << 20)},
-				HugepageLimits: []*nriv1beta1.HugepageLimit{{PageSize: "2MB", Limit: 1}}, Unified: map[string]string{"a": "b"},
+				HugepageLimits: []*nriv1beta1.HugepageLimit{{PageSize: "2MB", Limit: 1}}, Unified: map[string]string{"memory.high": "b"},
 				RdtClass: wrapperspb.String("gold")})
 			return &nriv1beta1.CreateContainerResponse{Update: []*nriv1beta1.ContainerUpdate{u, update("ctr9", cpus("7"))}}, nil
 		}))
@@ -573,7 +573,7 @@ func comparisonCases() []cmpCase {
 				p.OnUpdateContainer = func(_ context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error) {
 					ups := []*nriv1beta1.ContainerUpdate{update("ctr9", cpus("5"))}
 					if target {
-						ups = append(ups, update(req.GetContainer().GetId(), &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Cpus: "7", Quota: wrapperspb.Int64(1)}}))
+						ups = append(ups, update(req.GetContainer().GetId(), &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Cpus: "7", Quota: wrapperspb.Int64(1000)}}))
 					}
 					return &nriv1beta1.UpdateContainerResponse{Update: ups}, nil
 				}
@@ -584,7 +584,7 @@ func comparisonCases() []cmpCase {
 						return nil, nil
 					}
 					return &nriv1beta1.UpdateContainerResponse{Update: []*nriv1beta1.ContainerUpdate{update(req.GetContainer().GetId(),
-						&nriv1beta1.LinuxResources{Memory: &nriv1beta1.LinuxMemory{Swap: wrapperspb.Int64(5)}, Unified: map[string]string{"x": "y"}})}}, nil
+						&nriv1beta1.LinuxResources{Memory: &nriv1beta1.LinuxMemory{Swap: wrapperspb.Int64(5)}, Unified: map[string]string{"memory.low": "y"}})}}, nil
 				}
 			})
 			_ = d.event("UpdateContainer", pod, ctr)

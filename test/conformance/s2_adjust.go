@@ -98,7 +98,7 @@ func adjustment(subject, idx, name string, ctr *nriv1beta1.Container, overwrite 
 		}
 		linux().Namespaces = append(linux().Namespaces, &nriv1beta1.LinuxNamespace{Type: "cgroup", Path: "/var/run/cgroupns/replaced"})
 	case "rlimit":
-		a.Rlimits = []*nriv1beta1.POSIXRlimit{{Type: "nofile", Hard: 456, Soft: 123}}
+		a.Rlimits = []*nriv1beta1.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 456, Soft: 123}}
 	case "CDI-device":
 		a.CdiDevices = []*nriv1beta1.CDIDevice{{Name: "vendor0.com/dev=dev0"}}
 	case "I/O priority":
@@ -125,16 +125,16 @@ func adjustment(subject, idx, name string, ctr *nriv1beta1.Container, overwrite 
 			Flags: []nriv1beta1.MpolFlag{nriv1beta1.MpolFlag_MPOL_FLAG_STATIC_NODES},
 		}
 	case "resources/cpu":
-		res().Cpu = &nriv1beta1.LinuxCPU{Shares: u64(123), Quota: i64(456), Period: u64(789), RealtimeRuntime: i64(321),
+		res().Cpu = &nriv1beta1.LinuxCPU{Shares: u64(123), Quota: i64(4560), Period: u64(7890), RealtimeRuntime: i64(321),
 			RealtimePeriod: u64(654), Cpus: "0-1", Mems: "2-3"}
 	case "resources/mem":
 		res().Memory = &nriv1beta1.LinuxMemory{Limit: i64(1234000), Reservation: i64(4000), Swap: i64(34000), Kernel: i64(30000),
-			KernelTcp: i64(2000), Swappiness: u64(987), DisableOomKiller: boolv(true), UseHierarchy: boolv(true)}
+			KernelTcp: i64(2000), Swappiness: u64(87), DisableOomKiller: boolv(true), UseHierarchy: boolv(true)}
 	case "resources/classes":
 		res().RdtClass = str(plugin)
 		res().BlockioClass = str(plugin)
 	case "resources/hugepagelimits":
-		res().HugepageLimits = []*nriv1beta1.HugepageLimit{{PageSize: "1M", Limit: 4096}, {PageSize: "4M", Limit: 1024}}
+		res().HugepageLimits = []*nriv1beta1.HugepageLimit{{PageSize: "1MB", Limit: 4096}, {PageSize: "4MB", Limit: 1024}}
 	case "resources/unified":
 		res().Unified = map[string]string{"resource.1": "value1", "resource.2": "value2"}
 	case "resources/pids":
@@ -193,7 +193,7 @@ func init() {
 		{"adjust hooks", "hooks", &nriv1beta1.ContainerAdjustment{Hooks: &nriv1beta1.Hooks{Prestart: []*nriv1beta1.Hook{{Path: "/bin/00-test"}}}}},
 		{"adjust devices", "device", lin(&nriv1beta1.LinuxContainerAdjustment{Devices: []*nriv1beta1.LinuxDevice{{Path: "/dev/test", Type: "c", Major: 313, Minor: 100}}})},
 		{"adjust namespace", "namespace", lin(&nriv1beta1.LinuxContainerAdjustment{Namespaces: []*nriv1beta1.LinuxNamespace{{Type: "cgroup", Path: "/var/run/cgroupns/replaced"}}})},
-		{"adjust rlimits", "rlimit", &nriv1beta1.ContainerAdjustment{Rlimits: []*nriv1beta1.POSIXRlimit{{Type: "nofile", Soft: 123, Hard: 456}}}},
+		{"adjust rlimits", "rlimit", &nriv1beta1.ContainerAdjustment{Rlimits: []*nriv1beta1.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 123, Hard: 456}}}},
 		{"adjust CDI Devices", "CDI-device", &nriv1beta1.ContainerAdjustment{CdiDevices: []*nriv1beta1.CDIDevice{{Name: "vendor0.com/dev=dev0"}}}},
 		{"adjust I/O priority", "I/O priority", lin(&nriv1beta1.LinuxContainerAdjustment{IoPriority: &nriv1beta1.LinuxIOPriority{Class: nriv1beta1.IOPrioClass_IO_PRIO_CLASS_RT, Priority: 5}})},
 		{"adjust linux net devices", "linux net device", lin(&nriv1beta1.LinuxContainerAdjustment{NetDevices: map[string]*nriv1beta1.LinuxNetDevice{"hostIf": {Name: "containerIf"}}})},
@@ -203,14 +203,14 @@ func init() {
 		{"adjust linux sysctl settings", "linux sysctl", lin(&nriv1beta1.LinuxContainerAdjustment{Sysctl: map[string]string{"net.core.somaxconn": "256"}})},
 		{"adjust linux memory policy", "linux memory policy", lin(&nriv1beta1.LinuxContainerAdjustment{MemoryPolicy: &nriv1beta1.LinuxMemoryPolicy{
 			Mode: nriv1beta1.MpolMode_MPOL_MODE_INTERLEAVE, Nodes: "0,1", Flags: []nriv1beta1.MpolFlag{nriv1beta1.MpolFlag_MPOL_FLAG_STATIC_NODES}}})},
-		{"adjust CPU resources", "resources/cpu", res(&nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Shares: u64(123), Quota: i64(456),
-			Period: u64(789), RealtimeRuntime: i64(321), RealtimePeriod: u64(654), Cpus: "0-1", Mems: "2-3"}})},
+		{"adjust CPU resources", "resources/cpu", res(&nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Shares: u64(123), Quota: i64(4560),
+			Period: u64(7890), RealtimeRuntime: i64(321), RealtimePeriod: u64(654), Cpus: "0-1", Mems: "2-3"}})},
 		{"adjust memory resources", "resources/mem", res(&nriv1beta1.LinuxResources{Memory: &nriv1beta1.LinuxMemory{Limit: i64(1234000),
-			Reservation: i64(4000), Swap: i64(34000), Kernel: i64(30000), KernelTcp: i64(2000), Swappiness: u64(987),
+			Reservation: i64(4000), Swap: i64(34000), Kernel: i64(30000), KernelTcp: i64(2000), Swappiness: u64(87),
 			DisableOomKiller: boolv(true), UseHierarchy: boolv(true)}})},
 		{"adjust class-based resources", "resources/classes", res(&nriv1beta1.LinuxResources{RdtClass: str("00-test"), BlockioClass: str("00-test")})},
 		{"adjust hugepage limits", "resources/hugepagelimits", res(&nriv1beta1.LinuxResources{HugepageLimits: []*nriv1beta1.HugepageLimit{
-			{PageSize: "1M", Limit: 4096}, {PageSize: "4M", Limit: 1024}}})},
+			{PageSize: "1MB", Limit: 4096}, {PageSize: "4MB", Limit: 1024}}})},
 		{"adjust cgroupv2 unified resources", "resources/unified", res(&nriv1beta1.LinuxResources{Unified: map[string]string{
 			"resource.1": "value1", "resource.2": "value2"}})},
 		{"adjust cgroups path", "cgroupspath", lin(&nriv1beta1.LinuxContainerAdjustment{CgroupsPath: "/00-test"})},
@@ -294,7 +294,7 @@ func init() {
 		{"namespace", "Namespace cgroup"},
 		{"linux sysctl", "Sysctl net.core.somaxconn"},
 		{"linux memory policy", "MemoryPolicy"},
-		{"rlimit", "Rlimits nofile"},
+		{"rlimit", "Rlimits RLIMIT_NOFILE"},
 		{"CDI-device", "CdiDevices vendor0.com/dev=dev0"},
 	} {
 		add(Gap, g, "there are multiple plugins: "+c.subject+" (conflicts)", Options{}, multi(c.subject, false, true, nil, c.conflict))

@@ -16,15 +16,15 @@ import (
 func resourceUpdate(subject, plugin string) *nriv1beta1.LinuxResources {
 	switch subject {
 	case "resources/cpu":
-		return &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Shares: u64(123), Quota: i64(456), Period: u64(789),
+		return &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Shares: u64(123), Quota: i64(4560), Period: u64(7890),
 			RealtimeRuntime: i64(321), RealtimePeriod: u64(654), Cpus: "0-1", Mems: "2-3"}}
 	case "resources/memory":
 		return &nriv1beta1.LinuxResources{Memory: &nriv1beta1.LinuxMemory{Limit: i64(1234000), Reservation: i64(4000), Swap: i64(34000),
-			Kernel: i64(30000), KernelTcp: i64(2000), Swappiness: u64(987), DisableOomKiller: boolv(true), UseHierarchy: boolv(true)}}
+			Kernel: i64(30000), KernelTcp: i64(2000), Swappiness: u64(87), DisableOomKiller: boolv(true), UseHierarchy: boolv(true)}}
 	case "resources/classes":
 		return &nriv1beta1.LinuxResources{RdtClass: str(plugin), BlockioClass: str(plugin)}
 	case "resources/hugepagelimits":
-		return &nriv1beta1.LinuxResources{HugepageLimits: []*nriv1beta1.HugepageLimit{{PageSize: "1M", Limit: 4096}, {PageSize: "4M", Limit: 1024}}}
+		return &nriv1beta1.LinuxResources{HugepageLimits: []*nriv1beta1.HugepageLimit{{PageSize: "1MB", Limit: 4096}, {PageSize: "4MB", Limit: 1024}}}
 	case "resources/unified":
 		return &nriv1beta1.LinuxResources{Unified: map[string]string{"resource.1": "value1", "resource.2": "value2"}}
 	}

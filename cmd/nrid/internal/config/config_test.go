@@ -152,6 +152,10 @@ func TestErrorsNameKeyAndLine(t *testing.T) {
 		{"bad identity in the second rule", "[[policy]]\nidentity = \"uid:1\"\n\n[[policy]]\nidentity = \"pid:7\"\n", 5, "policy[1].identity", []string{"unknown identity kind"}},
 		{"inline tables", "policy = [{identity = \"uid:1\"}, {identity = \"x\"}]\n", 1, "policy[1].identity", []string{"KIND:VALUE"}},
 		{"duplicate plugin", "[[plugin]]\nname = \"10-a\"\n[[plugin]]\nname = \"10-a\"\n", 4, "plugin[1].name", []string{"already configured"}},
+		{"tcp endpoints without hosts", "[[policy]]\nidentity = \"cert:x\"\nplugins = [\"x\"]\nendpoints = [\"tcp\"]\n", 1, "policy[0].tcp_hosts",
+			[]string{`endpoints has "tcp" but tcp_hosts is empty`}},
+		{"bad tcp host", "[[policy]]\nidentity = \"cert:x\"\nplugins = [\"x\"]\nendpoints = [\"tcp\"]\ntcp_hosts = [\n  \"10.0.0.0/8\",\n  \"*.example.com\",\n]\n", 7,
+			"policy[0].tcp_hosts[1]", []string{"wildcards"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(c.doc), "nrid.toml", Overrides{})

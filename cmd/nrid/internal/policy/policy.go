@@ -9,10 +9,11 @@
 //
 // A [Rule] (a [[policy]] entry) names an identity selector, a plugin scope
 // (plugins and indices) and grants. Plugin grants (events, adjustment
-// fields, update_others, evict_others, may_fail, max_timeout, endpoints)
-// apply to the plugins in the rule's scope only; identity grants (admin,
-// runtime) apply to the identity. When several rules match, their grants
-// add up, and the largest timeout cap wins (a rule without a cap lifts it).
+// fields, update_others, evict_others, may_fail, max_timeout, endpoints and
+// tcp_hosts) apply to the plugins in the rule's scope only; identity grants
+// (admin, runtime) apply to the identity. When several rules match, their
+// grants add up (the tcp_hosts of those that grant "tcp"), and the largest
+// timeout cap wins (a rule without a cap lifts it).
 //
 // The socket owner — root and nrid's own uid ("uid:0", "uid:N") — may do
 // everything, whatever the rules say. Nobody else may do anything that no
@@ -168,6 +169,8 @@ type grants struct {
 	events     uint32
 	maxTimeout time.Duration // 0: no cap
 	matched    bool          // some rule matched
+	tcpHosts   tcpHosts      // of the rules that grant "tcp" for the plugin
+	tcpRules   []int         // their indices
 }
 
 func (p *Policy) isOwner(identity string) bool {
@@ -225,6 +228,10 @@ func (p *Policy) resolve(identity, full string) *grants {
 		g.matched = true
 		g.grant |= r.grants & pluginGrants
 		g.events |= r.events
+		if r.grants&GrantTCP != 0 {
+			g.tcpHosts.add(r.tcpHosts)
+			g.tcpRules = append(g.tcpRules, r.index)
+		}
 		if r.maxTimeout == 0 {
 			uncapped = true
 		} else {
@@ -302,8 +309,13 @@ func userGroups(uid uint32) ([]uint32, error) {
 // registration, with the ErrorInfo and BadRequest details of the server's
 // own refusals.
 func denyRegistration(why nriv1beta1.RegistrationRefusal, field, format string, args ...any) error {
+	return refuseRegistration(codes.PermissionDenied, why, field, format, args...)
+}
+
+// refuseRegistration is denyRegistration with another status code.
+func refuseRegistration(code codes.Code, why nriv1beta1.RegistrationRefusal, field, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	st := status.New(codes.PermissionDenied, msg)
+	st := status.New(code, msg)
 	info := &errdetails.ErrorInfo{Reason: why.String(), Domain: server.ErrorDomain}
 	if field != "" {
 		info.Metadata = map[string]string{"field": field}
@@ -348,7 +360,38 @@ func (p *Policy) AuthorizeRegistration(_ context.Context, id server.Identity, re
 			"endpoint: identity %q may not register plugin %s with endpoint %q: it lacks the %s grant",
 			id.Name, full, req.GetEndpoint(), form)
 	}
+	if form == GrantTCP {
+		return p.authorizeTCPHost(id, full, req.GetEndpoint(), g)
+	}
 	return nil
+}
+
+// authorizeTCPHost checks the host of a TCP endpoint against the tcp_hosts
+// of the rules that grant id "tcp" for plugin full. Owners may name any
+// host. A malformed endpoint is INVALID_ARGUMENT; a host outside the lists
+// is PERMISSION_DENIED naming the rules: the refusal depends on the
+// configuration and the request only, never on the node's state, so it
+// can be precise.
+func (p *Policy) authorizeTCPHost(id server.Identity, full, endpoint string, g *grants) error {
+	host, _, err := server.SplitTCPEndpoint(endpoint)
+	if err != nil {
+		return refuseRegistration(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
+			"endpoint: %v", err)
+	}
+	if g.owner || g.tcpHosts.allows(host) {
+		return nil
+	}
+	rules := "no [[policy]] entry lists hosts for it"
+	if len(g.tcpRules) > 0 {
+		keys := make([]string, len(g.tcpRules))
+		for i, n := range g.tcpRules {
+			keys[i] = fmt.Sprintf("policy[%d].tcp_hosts", n)
+		}
+		rules = "it is not in " + strings.Join(keys, ", ")
+	}
+	return denyRegistration(nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
+		"endpoint: identity %q may not register plugin %s with endpoint %s: host %s is not allowed: %s",
+		id.Name, full, strconv.Quote(endpoint), strconv.Quote(host), rules)
 }
 
 func describe(id server.Identity) string {
@@ -359,8 +402,9 @@ func describe(id server.Identity) string {
 }
 
 // endpointForm classifies an endpoint: GrantUnix for a unix socket in the
-// plugin socket directory, GrantTCP for a network address, 0 for none (an
-// in-process plugin). A unix socket elsewhere is an error.
+// plugin socket directory, GrantTCP for a network address (whose host
+// authorizeTCPHost checks), 0 for none (an in-process plugin). A unix
+// socket elsewhere is an error.
 func (p *Policy) endpointForm(endpoint string) (Grant, error) {
 	switch {
 	case endpoint == "":

@@ -114,8 +114,8 @@ func TestRegistrationScope(t *testing.T) {
 	p := mustNew(t, []Rule{
 		{Identity: "uid:1000", Plugins: []string{"foo", "20-bar"}, Indices: []string{"10-19", "20"}},
 		{Identity: "gid:27", Plugins: []string{"grp"}},
-		{Identity: "cert:*", Plugins: []string{"remote"}, Endpoints: []string{"tcp"}},
-		{Identity: "token:ci", Plugins: []string{"*"}, Endpoints: []string{"unix", "tcp"}},
+		{Identity: "cert:*", Plugins: []string{"remote"}, Endpoints: []string{"tcp"}, TCPHosts: []string{"policy.example"}},
+		{Identity: "token:ci", Plugins: []string{"*"}, Endpoints: []string{"unix", "tcp"}, TCPHosts: []string{"10.0.0.0/8"}},
 	})
 	ctx := context.Background()
 	sock := "unix://" + dir + "/p.sock"
@@ -238,7 +238,7 @@ func everything() *nriv1beta1.CreateContainerResponse {
 				IoPriority:    &nriv1beta1.LinuxIOPriority{},
 				SeccompPolicy: &nriv1beta1.LinuxSeccomp{},
 				Namespaces:    []*nriv1beta1.LinuxNamespace{{Type: "network"}},
-				Sysctl:        map[string]string{"k": "v"},
+				Sysctl:        map[string]string{"net.core.somaxconn": "1024"},
 				NetDevices:    map[string]*nriv1beta1.LinuxNetDevice{"eth1": {}},
 				Scheduler:     &nriv1beta1.LinuxScheduler{},
 				Rdt:           &nriv1beta1.LinuxRdt{},
@@ -320,7 +320,10 @@ func TestResponseGrants(t *testing.T) {
 		}), "adjust.env", GrantAdjust},
 		{only(func(a *nriv1beta1.ContainerAdjustment, _ *nriv1beta1.LinuxContainerAdjustment) {
 			a.Args = full.Adjust.Args
-		}), "adjust.args", GrantAdjust},
+		}), "adjust.args", GrantArgs},
+		{only(func(_ *nriv1beta1.ContainerAdjustment, l *nriv1beta1.LinuxContainerAdjustment) {
+			l.CgroupsPath = full.Adjust.Linux.CgroupsPath
+		}), "adjust.linux.cgroups_path", GrantCgroupsPath},
 		{only(func(_ *nriv1beta1.ContainerAdjustment, l *nriv1beta1.LinuxContainerAdjustment) {
 			l.OomScoreAdj = wrapperspb.Int64(0)
 		}), "adjust.linux.oom_score_adj", GrantAdjust},
@@ -329,7 +332,10 @@ func TestResponseGrants(t *testing.T) {
 		}), "adjust.linux.resources", GrantAdjust},
 		{only(func(_ *nriv1beta1.ContainerAdjustment, l *nriv1beta1.LinuxContainerAdjustment) {
 			l.Sysctl = full.Adjust.Linux.Sysctl
-		}), "adjust.linux.sysctl", GrantAdjust},
+		}), `adjust.linux.sysctl["net.core.somaxconn"]`, GrantAdjust},
+		{only(func(_ *nriv1beta1.ContainerAdjustment, l *nriv1beta1.LinuxContainerAdjustment) {
+			l.Sysctl = map[string]string{"kernel.core_pattern": "|/usr/local/bin/x"}
+		}), `adjust.linux.sysctl["kernel.core_pattern"]`, GrantHostSysctls},
 		{only(func(_ *nriv1beta1.ContainerAdjustment, l *nriv1beta1.LinuxContainerAdjustment) {
 			l.Resources = &nriv1beta1.LinuxResources{Devices: []*nriv1beta1.LinuxDeviceCgroup{{Allow: true, Access: "rwm"}}}
 		}), "adjust.linux.resources.devices", GrantDevices}, // needs adjust as well, see below
@@ -340,7 +346,7 @@ func TestResponseGrants(t *testing.T) {
 		// Without the grant: refused, naming the field and the grant.
 		p := mustNew(t, []Rule{{Identity: "uid:1000", Plugins: []string{"foo"}, Events: []string{"all"},
 			Adjust: c.grant != GrantAdjust, OCIHooks: true, Mounts: true, Devices: true, Namespaces: true, Seccomp: true,
-			UpdateOthers: true, EvictOthers: true}})
+			UpdateOthers: true, EvictOthers: true, HostSysctls: true, CgroupsPath: true, Args: true}})
 		// Take the needed grant away.
 		for _, r := range p.rules {
 			r.grants &^= c.grant
@@ -365,6 +371,57 @@ func TestResponseGrants(t *testing.T) {
 		}
 		if err := p.AuthorizeResponse("uid:1000", "10-foo", nriv1beta1.Event_EVENT_CREATE_CONTAINER, nil, c.rsp); err != nil {
 			t.Errorf("%s with %s: %v", c.field, c.grant, err)
+		}
+	}
+}
+
+// TestSysctlGrantsPerKey: namespaced sysctls need adjust, every other one
+// host_sysctls, key by key, removals ("-key") as well; the refused key
+// reported is the first in sorted order.
+func TestSysctlGrantsPerKey(t *testing.T) {
+	rsp := func(kv ...string) *nriv1beta1.CreateContainerResponse {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{
+			Linux: &nriv1beta1.LinuxContainerAdjustment{Sysctl: m}}}
+	}
+	cases := []struct {
+		name  string
+		rule  Rule
+		rsp   *nriv1beta1.CreateContainerResponse
+		field string // "" allowed
+		grant Grant
+	}{
+		{"namespaced with adjust", Rule{Adjust: true},
+			rsp("net.ipv4.ip_forward", "1", "kernel.shmmax", "1", "fs.mqueue.msg_max", "10", "kernel.hostname", "x", "net/core/somaxconn", "9"), "", 0},
+		{"host key with adjust only", Rule{Adjust: true},
+			rsp("net.ipv4.ip_forward", "1", "kernel.core_pattern", "|/x"), `adjust.linux.sysctl["kernel.core_pattern"]`, GrantHostSysctls},
+		{"host key removal with adjust only", Rule{Adjust: true},
+			rsp("-vm.swappiness", ""), `adjust.linux.sysctl["-vm.swappiness"]`, GrantHostSysctls},
+		{"first refused key in sorted order", Rule{Adjust: true},
+			rsp("vm.overcommit_memory", "1", "kernel.core_pattern", "|/x", "kernel.shmmax", "1"), `adjust.linux.sysctl["kernel.core_pattern"]`, GrantHostSysctls},
+		{"host keys with host_sysctls", Rule{HostSysctls: true},
+			rsp("kernel.core_pattern", "core", "vm.swappiness", "10"), "", 0},
+		{"namespaced key with host_sysctls only", Rule{HostSysctls: true},
+			rsp("kernel.core_pattern", "core", "net.core.somaxconn", "1024"), `adjust.linux.sysctl["net.core.somaxconn"]`, GrantAdjust},
+		{"both grants", Rule{Adjust: true, HostSysctls: true},
+			rsp("kernel.core_pattern", "core", "net.core.somaxconn", "1024"), "", 0},
+	}
+	for _, c := range cases {
+		c.rule.Identity, c.rule.Plugins = "uid:1000", []string{"foo"}
+		p := mustNew(t, []Rule{c.rule})
+		err := p.AuthorizeResponse("uid:1000", "10-foo", nriv1beta1.Event_EVENT_CREATE_CONTAINER, nil, c.rsp)
+		if c.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		var d *Denied
+		if !errors.As(err, &d) || d.Field != c.field || d.Grant != c.grant {
+			t.Errorf("%s: got %v, want a refusal of %s for lack of %s", c.name, err, c.field, c.grant)
 		}
 	}
 }

@@ -2,11 +2,15 @@ package policy
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/server/check"
 )
 
 // Denied is a plugin response (or unsolicited update) refused by policy:
@@ -22,6 +26,9 @@ type Denied struct {
 	// Detail adds context, for example the container of an update.
 	Detail string
 }
+
+// FieldPath is Field: the server names it in the refusal's status details.
+func (d *Denied) FieldPath() string { return d.Field }
 
 // Error renders `adjust.hooks: identity "uid:1000" lacks the oci_hooks grant`.
 func (d *Denied) Error() string {
@@ -48,21 +55,24 @@ var grantOfField = map[protoreflect.FullName]Grant{
 	"nri.v1beta1.ContainerAdjustment.linux":       0, // recurse
 	"nri.v1beta1.ContainerAdjustment.rlimits":     GrantAdjust,
 	"nri.v1beta1.ContainerAdjustment.cdi_devices": GrantDevices,
-	"nri.v1beta1.ContainerAdjustment.args":        GrantAdjust,
+	"nri.v1beta1.ContainerAdjustment.args":        GrantArgs,
 
 	"nri.v1beta1.LinuxContainerAdjustment.devices":        GrantDevices,
 	"nri.v1beta1.LinuxContainerAdjustment.resources":      GrantAdjust, // its devices: GrantDevices too
-	"nri.v1beta1.LinuxContainerAdjustment.cgroups_path":   GrantAdjust,
+	"nri.v1beta1.LinuxContainerAdjustment.cgroups_path":   GrantCgroupsPath,
 	"nri.v1beta1.LinuxContainerAdjustment.oom_score_adj":  GrantAdjust,
 	"nri.v1beta1.LinuxContainerAdjustment.io_priority":    GrantAdjust,
 	"nri.v1beta1.LinuxContainerAdjustment.seccomp_policy": GrantSeccomp,
 	"nri.v1beta1.LinuxContainerAdjustment.namespaces":     GrantNamespaces,
-	"nri.v1beta1.LinuxContainerAdjustment.sysctl":         GrantAdjust,
+	"nri.v1beta1.LinuxContainerAdjustment.sysctl":         GrantAdjust | GrantHostSysctls, // per key: checkSysctl
 	"nri.v1beta1.LinuxContainerAdjustment.net_devices":    GrantDevices,
 	"nri.v1beta1.LinuxContainerAdjustment.scheduler":      GrantAdjust,
 	"nri.v1beta1.LinuxContainerAdjustment.rdt":            GrantAdjust,
 	"nri.v1beta1.LinuxContainerAdjustment.memory_policy":  GrantAdjust,
 }
+
+// sysctlField needs a grant per key (checkSysctl).
+const sysctlField protoreflect.FullName = "nri.v1beta1.LinuxContainerAdjustment.sysctl"
 
 // emptyMeansNothing are message fields that change nothing when present
 // but empty (lists of things to add); other message fields replace a whole
@@ -169,6 +179,12 @@ func checkAdjustment(identity string, have Grant, path string, m proto.Message) 
 		if emptyMeansNothing[name] && !populated(r.Get(fd).Message()) {
 			continue
 		}
+		if name == sysctlField {
+			if err := checkSysctl(identity, have, field, m.(*nriv1beta1.LinuxContainerAdjustment).GetSysctl()); err != nil {
+				return err
+			}
+			continue
+		}
 		need, known := grantOfField[name]
 		if !known {
 			need = GrantAll
@@ -198,6 +214,48 @@ func checkResources(identity string, have Grant, path string, r *nriv1beta1.Linu
 		return &Denied{Field: path + ".devices", Identity: identity, Grant: GrantDevices}
 	}
 	return nil
+}
+
+// checkSysctl grants sysctls key by key. The ones the kernel namespaces
+// (net.*, the IPC and UTS sets) change only the container's namespaces and
+// need adjust. Every other sysctl changes the host, for every container and
+// process on it (kernel.core_pattern names a program the kernel runs as
+// root), so setting or removing one needs host_sysctls, which is
+// root-equivalent. The refused key reported is the first in sorted order,
+// so the same response is always refused the same way.
+func checkSysctl(identity string, have Grant, path string, sysctl map[string]string) error {
+	var refused string
+	var need Grant
+	for k := range sysctl {
+		g := GrantHostSysctls
+		if check.NamespacedSysctl(strings.TrimPrefix(k, "-")) {
+			g = GrantAdjust
+		}
+		if have&g == 0 && (need == 0 || k < refused) {
+			refused, need = k, g
+		}
+	}
+	if need == 0 {
+		return nil
+	}
+	d := &Denied{Field: fmt.Sprintf("%s[%s]", path, quoteKey(refused)), Identity: identity, Grant: need}
+	if need == GrantHostSysctls {
+		d.Detail = "the kernel does not namespace this sysctl: it changes the host"
+	}
+	return d
+}
+
+// quoteKey quotes a map key for a field path, at most 64 bytes of it.
+func quoteKey(k string) string {
+	const n = 64
+	if len(k) <= n {
+		return strconv.Quote(k)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(k[cut]) {
+		cut--
+	}
+	return strconv.Quote(k[:cut]) + fmt.Sprintf("... (%d bytes)", len(k))
 }
 
 // populated reports whether a message sets any field.

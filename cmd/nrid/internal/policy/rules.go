@@ -31,9 +31,19 @@ type Rule struct {
 	Events []string `toml:"events"`
 
 	// Adjust grants the ordinary adjustments: env, annotations, resources,
-	// rlimits, args, sysctl, cgroups path, OOM score, I/O priority,
-	// scheduler, RDT, memory policy.
+	// rlimits, namespaced sysctls (net.*, the IPC and UTS sets), OOM score,
+	// I/O priority, scheduler, RDT, memory policy.
 	Adjust bool `toml:"adjust"`
+	// HostSysctls grants sysctls the kernel does not namespace
+	// (kernel.core_pattern, vm.*, ...): they change the host
+	// (root-equivalent).
+	HostSysctls bool `toml:"host_sysctls"`
+	// CgroupsPath grants adjust.linux.cgroups_path: moving the container to
+	// another cgroup, out from under the limits the runtime placed it in.
+	CgroupsPath bool `toml:"cgroups_path"`
+	// Args grants adjust.args: replacing or extending the command the
+	// container runs.
+	Args bool `toml:"args"`
 	// OCIHooks grants adjust.hooks (root-equivalent).
 	OCIHooks bool `toml:"oci_hooks"`
 	// Mounts grants adjust.mounts (root-equivalent).
@@ -58,8 +68,15 @@ type Rule struct {
 	// server's.
 	MaxTimeout string `toml:"max_timeout"`
 	// Endpoints are the endpoint forms the plugins may use: "unix" (a socket
-	// in the plugin socket directory) and "tcp". Empty: ["unix"].
+	// in the plugin socket directory) and "tcp" (which needs TCPHosts).
+	// Empty: ["unix"].
 	Endpoints []string `toml:"endpoints"`
+	// TCPHosts are the hosts the plugins' TCP endpoints may name: IP
+	// addresses, CIDRs ("10.0.0.0/8", "fd00::/8") and host names (matched
+	// literally, without regard to case; a name is never resolved to be
+	// matched against the addresses). Required with "tcp" in Endpoints, and
+	// only allowed with it.
+	TCPHosts []string `toml:"tcp_hosts"`
 
 	// Admin grants AdminService.
 	Admin bool `toml:"admin"`
@@ -103,6 +120,9 @@ const (
 	GrantTCP
 	GrantAdmin
 	GrantRuntime
+	GrantHostSysctls
+	GrantCgroupsPath
+	GrantArgs
 
 	grantLast
 	// GrantAll is every grant: the socket owner's.
@@ -117,6 +137,7 @@ var grantNames = map[Grant]string{
 	GrantNamespaces: "namespaces", GrantSeccomp: "seccomp", GrantUpdateOthers: "update_others",
 	GrantEvictOthers: "evict_others", GrantMayFail: "may_fail", GrantUnix: "endpoints unix",
 	GrantTCP: "endpoints tcp", GrantAdmin: "admin", GrantRuntime: "runtime",
+	GrantHostSysctls: "host_sysctls", GrantCgroupsPath: "cgroups_path", GrantArgs: "args",
 }
 
 // String names the grants, as in the configuration.
@@ -172,6 +193,7 @@ type rule struct {
 	events     uint32
 	grants     Grant
 	maxTimeout time.Duration
+	tcpHosts   tcpHosts
 }
 
 // compile checks and compiles r, the index-th [[policy]] entry.
@@ -218,6 +240,7 @@ func compile(index int, r Rule) (*rule, error) {
 		GrantAdjust: r.Adjust, GrantOCIHooks: r.OCIHooks, GrantMounts: r.Mounts, GrantDevices: r.Devices,
 		GrantNamespaces: r.Namespaces, GrantSeccomp: r.Seccomp, GrantUpdateOthers: r.UpdateOthers,
 		GrantEvictOthers: r.EvictOthers, GrantMayFail: r.MayFail, GrantAdmin: r.Admin, GrantRuntime: r.Runtime,
+		GrantHostSysctls: r.HostSysctls, GrantCgroupsPath: r.CgroupsPath, GrantArgs: r.Args,
 	} {
 		if on {
 			out.grants |= b
@@ -236,6 +259,9 @@ func compile(index int, r Rule) (*rule, error) {
 		default:
 			return nil, bad(fmt.Sprintf("endpoints[%d]", i), "%q is not an endpoint form; use \"unix\" or \"tcp\"", e)
 		}
+	}
+	if err := compileTCPHosts(out, r, key); err != nil {
+		return nil, err
 	}
 	if len(out.indices) > 0 && len(out.plugins) == 0 {
 		return nil, bad("indices", "is set but plugins is empty: the rule grants no plugin")

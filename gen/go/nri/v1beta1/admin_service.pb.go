@@ -164,7 +164,9 @@ const (
 	// The plugin was unavailable (connection lost, crashed, restarting,
 	// absent).
 	CallOutcome_CALL_OUTCOME_UNAVAILABLE CallOutcome = 4
-	// The plugin's response was refused by policy (an ungranted field).
+	// The plugin's response was refused whole: by policy (an ungranted field,
+	// PERMISSION_DENIED) or by the value rules (a value the runtime spec or
+	// the kernel forbids, INVALID_ARGUMENT).
 	CallOutcome_CALL_OUTCOME_REFUSED CallOutcome = 5
 	// The plugin returned an error on a notification or teardown event.
 	CallOutcome_CALL_OUTCOME_ERROR CallOutcome = 6
@@ -307,7 +309,8 @@ type PluginCounters struct {
 	Timeouts uint64 `protobuf:"varint,3,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
 	// Calls that found the plugin unavailable.
 	Unavailable uint64 `protobuf:"varint,4,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
-	// Responses refused by policy.
+	// Responses refused whole before merging: by policy (an ungranted field)
+	// or by the value rules (a value the runtime spec or the kernel forbids).
 	Refused uint64 `protobuf:"varint,5,opt,name=refused,proto3" json:"refused,omitempty"`
 	// Errors returned for notification and teardown events.
 	Errors        uint64 `protobuf:"varint,6,opt,name=errors,proto3" json:"errors,omitempty"`

@@ -55,7 +55,8 @@ export type PluginCounters = Message<"nri.v1beta1.PluginCounters"> & {
   unavailable: bigint;
 
   /**
-   * Responses refused by policy.
+   * Responses refused whole before merging: by policy (an ungranted field)
+   * or by the value rules (a value the runtime spec or the kernel forbids).
    *
    * @generated from field: uint64 refused = 5;
    */
@@ -895,7 +896,9 @@ export enum CallOutcome {
   UNAVAILABLE = 4,
 
   /**
-   * The plugin's response was refused by policy (an ungranted field).
+   * The plugin's response was refused whole: by policy (an ungranted field,
+   * PERMISSION_DENIED) or by the value rules (a value the runtime spec or
+   * the kernel forbids, INVALID_ARGUMENT).
    *
    * @generated from enum value: CALL_OUTCOME_REFUSED = 5;
    */

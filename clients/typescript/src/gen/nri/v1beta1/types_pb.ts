@@ -1948,11 +1948,11 @@ export const PluginInstanceSchema: GenMessage<PluginInstance> = /*@__PURE__*/
 /**
  * FailurePolicy tells the server what to do when a plugin is not available
  * for a call: it timed out, its connection is lost or broken, it is
- * restarting, absent, or its response was refused by policy. It does not
- * cover verdicts: an error a plugin returns on a creating event always vetoes
- * that event. A plugin requests its policy in ConfigureResponse; the
- * operator's policy may override it. Wire-identical to v1alpha1's
- * FailurePolicy (NRI v0.12.5).
+ * restarting, absent, or its response was refused (by policy, or by the
+ * value rules). It does not cover verdicts: an error a plugin returns on a
+ * creating event always vetoes that event. A plugin requests its policy in
+ * ConfigureResponse; the operator's policy may override it. Wire-identical
+ * to v1alpha1's FailurePolicy (NRI v0.12.5).
  *
  * @generated from message nri.v1beta1.FailurePolicy
  */

@@ -1,0 +1,279 @@
+package server_test
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/server"
+)
+
+// logLines collects a server's log for assertions and passes it on to
+// t.Log while the test runs.
+type logLines struct {
+	mu    sync.Mutex
+	t     testing.TB
+	done  bool
+	lines []string
+}
+
+// captureLog returns the option that logs into a new logLines.
+func captureLog(t testing.TB) (server.Option, *logLines) {
+	l := &logLines{t: t}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		l.done = true
+		l.mu.Unlock()
+	})
+	return server.WithLogger(slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))), l
+}
+
+func (l *logLines) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	line := strings.TrimSuffix(string(b), "\n")
+	l.lines = append(l.lines, line)
+	if !l.done {
+		l.t.Log(line)
+	}
+	return len(b), nil
+}
+
+// grep returns the lines that contain every one of subs.
+func (l *logLines) grep(subs ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		ok := true
+		for _, s := range subs {
+			ok = ok && strings.Contains(line, s)
+		}
+		if ok {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// unreachable checks that err is the refusal of an endpoint nrid could not
+// connect to, and returns the whole status, encoded, to compare refusals
+// of different causes byte for byte.
+func unreachable(t *testing.T, what string, err error) string {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != codes.Unavailable || testplugin.Reason(err) != "REGISTRATION_REFUSAL_CONFIGURE_FAILED" ||
+		st.Message() != "endpoint: nrid could not connect to the plugin's endpoint; the reason is in nrid's log" {
+		t.Errorf("%s: got %v (reason %q), want the unreachable-endpoint refusal", what, err, testplugin.Reason(err))
+	}
+	b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(st.Proto())
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	return string(b)
+}
+
+// pending reports whether a connection is waiting on l, without waiting:
+// connect(2) on a unix socket has queued the connection when it returns.
+// (A deadline in the past would not do: Accept then fails before asking
+// the kernel.)
+func pending(t *testing.T, l net.Listener) bool {
+	t.Helper()
+	raw, err := l.(*net.UnixListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bool
+	var acceptErr error
+	if err := raw.Control(func(fd uintptr) {
+		nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
+		switch {
+		case err == nil:
+			got = true
+			unix.Close(nfd)
+		case errors.Is(err, unix.EAGAIN):
+		default:
+			acceptErr = err
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if acceptErr != nil {
+		t.Fatal(acceptErr)
+	}
+	return got
+}
+
+// listenUnix listens on path for the rest of the test.
+func listenUnix(t *testing.T, path string) *net.UnixListener {
+	t.Helper()
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestEndpointSymlinkEscapeIsRefusedBeforeConnecting: a symbolic link in
+// the plugin socket directory to a socket outside it, and a symbolic link
+// to a directory outside it on the way to the socket, are refused before
+// nrid connects to anything; the socket outside sees no connection.
+func TestEndpointSymlinkEscapeIsRefusedBeforeConnecting(t *testing.T) {
+	logOpt, logs := captureLog(t)
+	h := newHarness(t, logOpt)
+	outsideDir := filepath.Join(filepath.Dir(h.pluginDir), "outside")
+	if err := os.Mkdir(outsideDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := listenUnix(t, filepath.Join(outsideDir, "target.sock"))
+	if err := os.Symlink(filepath.Join(outsideDir, "target.sock"), filepath.Join(h.pluginDir, "link.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outsideDir, filepath.Join(h.pluginDir, "dir")); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"link.sock", "dir/target.sock"} {
+		_, err := registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10",
+			Endpoint: "unix://" + filepath.Join(h.pluginDir, rel)})
+		unreachable(t, rel, err)
+		if got := logs.grep("could not connect to a plugin's endpoint", "plugin=10-x", "identity=uid:", "is a symbolic link"); len(got) == 0 {
+			t.Errorf("%s: the log does not say why", rel)
+		}
+		if pending(t, outside) {
+			t.Fatalf("%s: nrid connected to the socket outside the plugin socket directory", rel)
+		}
+	}
+	if n := len(h.srv.Plugins()); n != 0 {
+		t.Errorf("%d plugins registered", n)
+	}
+}
+
+// TestEndpointRefusalsAreUniform: whatever is wrong at the endpoint — no
+// file, a symbolic link, a file, a directory, a fifo, a socket nobody
+// listens on, a socket of another uid, something that does not speak gRPC —
+// the registrant gets the same status, byte for byte, and only nrid's log
+// tells the causes apart.
+func TestEndpointRefusalsAreUniform(t *testing.T) {
+	logOpt, logs := captureLog(t)
+	h := newHarness(t, logOpt)
+	at := func(name string) string { return filepath.Join(h.pluginDir, name) }
+	if err := os.WriteFile(at("file.sock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(at("dir.sock"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(at("fifo.sock"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(at("file.sock"), at("link.sock")); err != nil {
+		t.Fatal(err)
+	}
+	stale := listenUnix(t, at("stale.sock"))
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
+	// Not gRPC: it accepts and answers in HTTP/1.
+	http1 := listenUnix(t, at("http1.sock"))
+	go func() {
+		for {
+			c, err := http1.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	causes := map[string]string{
+		"missing.sock": "no such file or directory",
+		"link.sock":    "is a symbolic link",
+		"file.sock":    "is not a unix socket: it is a regular file",
+		"dir.sock":     "is not a unix socket: it is a directory",
+		"fifo.sock":    "is not a unix socket: it is a fifo",
+		"stale.sock":   "connection refused",
+	}
+	if os.Getuid() == 0 {
+		// A socket another uid owns (the listener is ours: only the file's
+		// owner is wrong).
+		l := listenUnix(t, at("foreign.sock"))
+		defer l.Close()
+		if err := os.Chown(at("foreign.sock"), 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		causes["foreign.sock"] = "is owned by another uid: uid 65534, want uid 0"
+	}
+	var first, firstName string
+	check := func(name string, err error) {
+		got := unreachable(t, name, err)
+		if first == "" {
+			first, firstName = got, name
+		} else if got != first {
+			t.Errorf("the refusal for %s differs from the one for %s:\n%v\n%v", name, firstName, err, status.Convert(err).Proto())
+		}
+	}
+	for name, cause := range causes {
+		_, err := registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + at(name)})
+		check(name, err)
+		if got := logs.grep("could not connect to a plugin's endpoint", "plugin=10-x", name, cause); len(got) == 0 {
+			t.Errorf("%s: no log line names the cause %q", name, cause)
+		}
+	}
+	// The HTTP/1 server passes every check of the dialer; the connection
+	// then fails in gRPC, and the registration's log line says how.
+	_, err := registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + at("http1.sock")})
+	check("http1.sock", err)
+	if got := logs.grep("registration refused: could not connect to the plugin's endpoint", "plugin=10-x", "http1.sock"); len(got) == 0 {
+		t.Error("http1.sock: no log line for the registration")
+	}
+	if n := len(h.srv.Plugins()); n != 0 {
+		t.Errorf("%d plugins registered", n)
+	}
+	// A plugin at a good endpoint still registers.
+	h.plugin("10", "x", nil)
+
+	// A listener that never accepts: the connection waits in its backlog
+	// until the registration times out. (A server of its own, for the short
+	// registration timeout.)
+	slowLog, slowLogs := captureLog(t)
+	slow := newHarness(t, slowLog, server.WithRegistrationTimeout(200*time.Millisecond))
+	listenUnix(t, filepath.Join(slow.pluginDir, "silent.sock"))
+	_, err = registerRaw(slow, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10",
+		Endpoint: "unix://" + filepath.Join(slow.pluginDir, "silent.sock")})
+	check("silent.sock", err)
+	if got := slowLogs.grep("registration refused: could not connect to the plugin's endpoint", "plugin=10-x", "silent.sock", "DeadlineExceeded"); len(got) == 0 {
+		t.Error("silent.sock: no log line for the timeout")
+	}
+}
+
+// TestEndpointSyntaxRefusalsStayPrecise: what is wrong with the request
+// itself is named.
+func TestEndpointSyntaxRefusalsStayPrecise(t *testing.T) {
+	h := newHarness(t)
+	long := "unix://" + h.pluginDir + "/" + strings.Repeat("x", 120) + ".sock"
+	for ep, want := range map[string]string{
+		"unix://relative.sock":                      "is not an absolute path",
+		"unix://" + h.pluginDir + "/../escape.sock": "outside the plugin socket directory",
+		long: "longer than the 107 bytes",
+		"unix://" + filepath.Dir(h.pluginDir) + "/x": "outside the plugin socket directory",
+	} {
+		_, err := registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: ep})
+		if status.Code(err) != codes.InvalidArgument || testplugin.Reason(err) != "REGISTRATION_REFUSAL_INVALID_ENDPOINT" ||
+			!strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want INVALID_ENDPOINT %q", ep, err, want)
+		}
+	}
+}
