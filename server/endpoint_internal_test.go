@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
@@ -62,34 +60,6 @@ func (l *connListener) Accept() (net.Conn, error) {
 		l.conns <- c
 	}
 	return c, err
-}
-
-// hasPending reports whether a connection waits on l, without waiting.
-func hasPending(t *testing.T, l *net.UnixListener) bool {
-	t.Helper()
-	raw, err := l.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got bool
-	var acceptErr error
-	if err := raw.Control(func(fd uintptr) {
-		nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
-		switch {
-		case err == nil:
-			got = true
-			unix.Close(nfd)
-		case errors.Is(err, unix.EAGAIN):
-		default:
-			acceptErr = err
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if acceptErr != nil {
-		t.Fatal(acceptErr)
-	}
-	return got
 }
 
 // TestReconnectionGoesThroughTheChecks: the checks are in the connection's
@@ -161,7 +131,7 @@ func TestReconnectionGoesThroughTheChecks(t *testing.T) {
 	if status.Code(err) != codes.Unavailable || !dc.unreachable(err) || !strings.Contains(err.Error(), unreachableText) {
 		t.Fatalf("call through the symbolic link: %v", err)
 	}
-	if hasPending(t, outside) {
+	if testwait.Pending(t, outside) {
 		t.Fatal("the reconnection reached the socket outside the plugin socket directory")
 	}
 	if log := logs.String(); !strings.Contains(log, "plugin=10-re") || !strings.Contains(log, "x.sock: is a symbolic link") {

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -86,37 +86,6 @@ func unreachable(t *testing.T, what string, err error) string {
 	return string(b)
 }
 
-// pending reports whether a connection is waiting on l, without waiting:
-// connect(2) on a unix socket has queued the connection when it returns.
-// (A deadline in the past would not do: Accept then fails before asking
-// the kernel.)
-func pending(t *testing.T, l net.Listener) bool {
-	t.Helper()
-	raw, err := l.(*net.UnixListener).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got bool
-	var acceptErr error
-	if err := raw.Control(func(fd uintptr) {
-		nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
-		switch {
-		case err == nil:
-			got = true
-			unix.Close(nfd)
-		case errors.Is(err, unix.EAGAIN):
-		default:
-			acceptErr = err
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if acceptErr != nil {
-		t.Fatal(acceptErr)
-	}
-	return got
-}
-
 // listenUnix listens on path for the rest of the test.
 func listenUnix(t *testing.T, path string) *net.UnixListener {
 	t.Helper()
@@ -153,7 +122,7 @@ func TestEndpointSymlinkEscapeIsRefusedBeforeConnecting(t *testing.T) {
 		if got := logs.grep("could not connect to a plugin's endpoint", "plugin=10-x", "identity=uid:", "is a symbolic link"); len(got) == 0 {
 			t.Errorf("%s: the log does not say why", rel)
 		}
-		if pending(t, outside) {
+		if testwait.Pending(t, outside) {
 			t.Fatalf("%s: nrid connected to the socket outside the plugin socket directory", rel)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 )
 
 const (
@@ -390,7 +391,7 @@ func TestEndpointOutsidePolicyNeverDialed(t *testing.T) {
 
 	// The refusals came before any dial: nothing is waiting to be accepted.
 	for name, l := range map[string]net.Listener{"tcp": tcpL, "unix": unixL} {
-		if pendingConn(t, l) {
+		if testwait.Pending(t, l) {
 			t.Errorf("nrid dialed the refused %s endpoint", name)
 		}
 	}

@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -21,6 +18,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 )
 
 // tcpEndpointPolicy lets cert:remote register "remote" at 127.0.0.1 and
@@ -64,40 +62,6 @@ func registerOver(t *testing.T, cc *grpc.ClientConn, name, endpoint string) erro
 	}
 	_, err = stream.Recv()
 	return err
-}
-
-// pendingConn reports whether a connection waits on l, without waiting
-// (a deadline in the past would not do: Accept then fails before asking
-// the kernel).
-func pendingConn(t *testing.T, l net.Listener) bool {
-	t.Helper()
-	sc, ok := l.(syscall.Conn)
-	if !ok {
-		t.Fatalf("%T has no descriptor", l)
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got bool
-	var acceptErr error
-	if err := raw.Control(func(fd uintptr) {
-		nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
-		switch {
-		case err == nil:
-			got = true
-			unix.Close(nfd)
-		case errors.Is(err, unix.EAGAIN):
-		default:
-			acceptErr = err
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if acceptErr != nil {
-		t.Fatal(acceptErr)
-	}
-	return got
 }
 
 // serveTCP accepts connections on 127.0.0.1 and hands each to handle, until
@@ -225,5 +189,5 @@ func TestTCPHostNotAllowed(t *testing.T) {
 		must(t, st.Code() == codes.PermissionDenied && testplugin.Reason(err) == "REGISTRATION_REFUSAL_INVALID_ENDPOINT" &&
 			strings.HasPrefix(st.Message(), "endpoint: ") && strings.Contains(st.Message(), c.msg), "%s: got %v", c.endpoint, err)
 	}
-	must(t, !pendingConn(t, l), "nrid dialed an endpoint whose host is not allowed")
+	must(t, !testwait.Pending(t, l), "nrid dialed an endpoint whose host is not allowed")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,38 +25,6 @@ func listen(t *testing.T, path string) *net.UnixListener {
 	l.SetUnlinkOnClose(false)
 	t.Cleanup(func() { l.Close() })
 	return l
-}
-
-// accepted reports whether a connection is waiting on l, without waiting:
-// connect(2) on a unix socket queues the connection before it returns, so
-// a connection DialBeneath made is there already. (A deadline in the past
-// would not do: Accept then fails before asking the kernel.)
-func accepted(t *testing.T, l *net.UnixListener) bool {
-	t.Helper()
-	raw, err := l.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got bool
-	var acceptErr error
-	if err := raw.Control(func(fd uintptr) {
-		// The listener's descriptor is non-blocking: EAGAIN is "none".
-		nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
-		switch {
-		case err == nil:
-			got = true
-			unix.Close(nfd)
-		case errors.Is(err, unix.EAGAIN):
-		default:
-			acceptErr = err
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if acceptErr != nil {
-		t.Fatal(acceptErr)
-	}
-	return got
 }
 
 // tree makes a plugin directory "p" and, beside it, "outside" with a
@@ -91,7 +60,7 @@ func TestDialBeneathConnects(t *testing.T) {
 			t.Fatalf("%s: %v", rel, err)
 		}
 		c.Close()
-		if !accepted(t, l) {
+		if !testwait.Pending(t, l) {
 			t.Errorf("%s: the listener saw no connection", rel)
 		}
 	}
@@ -125,10 +94,10 @@ func TestDialBeneathRefusesSymlinksBeforeConnecting(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrSymlink", rel, err)
 		}
 	}
-	if accepted(t, outside) {
+	if testwait.Pending(t, outside) {
 		t.Error("the socket outside the directory saw a connection")
 	}
-	if accepted(t, inside) {
+	if testwait.Pending(t, inside) {
 		t.Error("the socket behind the inside link saw a connection")
 	}
 }
@@ -146,7 +115,7 @@ func TestDialBeneathRefusesEscapes(t *testing.T) {
 			t.Errorf("%q: got %v, want ErrNotBeneath", rel, err)
 		}
 	}
-	if accepted(t, outside) {
+	if testwait.Pending(t, outside) {
 		t.Error("the socket outside the directory saw a connection")
 	}
 }
@@ -219,7 +188,7 @@ func TestDialBeneathOwner(t *testing.T) {
 	if !errors.Is(err, ErrOwner) {
 		t.Fatalf("got %v, want ErrOwner", err)
 	}
-	if accepted(t, l) {
+	if testwait.Pending(t, l) {
 		t.Fatal("the socket of another uid saw a connection")
 	}
 	c, err = dial(dir, "x.sock", OwnedBy(owner), CheckFile(func(f SocketFile) error {
@@ -232,7 +201,7 @@ func TestDialBeneathOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if !accepted(t, l) {
+	if !testwait.Pending(t, l) {
 		t.Fatal("its owner's check passed, but the listener saw no connection")
 	}
 }
@@ -255,10 +224,10 @@ func TestDialBeneathConnectsToWhatItChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if !accepted(t, checked) {
+	if !testwait.Pending(t, checked) {
 		t.Error("the checked socket saw no connection")
 	}
-	if accepted(t, decoy) {
+	if testwait.Pending(t, decoy) {
 		t.Error("the socket swapped in after the check got the connection")
 	}
 	// The swap did happen: by name, the path now leads to the decoy.
@@ -267,7 +236,7 @@ func TestDialBeneathConnectsToWhatItChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	byName.Close()
-	if !accepted(t, decoy) {
+	if !testwait.Pending(t, decoy) {
 		t.Error("the swap did not take place")
 	}
 }
@@ -280,7 +249,7 @@ func TestDialBeneathHonoursContext(t *testing.T) {
 	if _, err := DialBeneath(ctx, dir, "x.sock"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
-	if accepted(t, l) {
+	if testwait.Pending(t, l) {
 		t.Fatal("a cancelled dial connected")
 	}
 }
