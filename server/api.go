@@ -143,7 +143,7 @@ func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateCont
 		if err := s.validate(ctx, req, m, out, fl); err != nil {
 			return err
 		}
-		s.state.setContainer(req.Container)
+		s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED)
 		return nil
 	})
 	if err != nil {
@@ -350,7 +350,7 @@ func (s *Server) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCr
 		return nil, err
 	}
 	return s.notify(ctx, evPostCreateContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostCreateContainerResponse](),
-		func() { s.state.setContainer(req.Container) })
+		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED) })
 }
 
 // StartContainer dispatches the start of a container.
@@ -361,7 +361,7 @@ func (s *Server) StartContainer(ctx context.Context, req *nriv1beta1.StartContai
 	return s.event(ctx, evStartContainer, req.Pod, req.Container, func(fl *flight) error {
 		_, err := s.dispatch(ctx, evStartContainer, req, newRsp[nriv1beta1.StartContainerResponse](), nil, fl)
 		if err == nil {
-			s.state.setContainer(req.Container)
+			s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED)
 		}
 		return err
 	})
@@ -373,7 +373,7 @@ func (s *Server) PostStartContainer(ctx context.Context, req *nriv1beta1.PostSta
 		return nil, err
 	}
 	return s.notify(ctx, evPostStartContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostStartContainerResponse](),
-		func() { s.state.setContainer(req.Container) })
+		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_RUNNING) })
 }
 
 // UpdateContainer dispatches a container resource update and returns the
@@ -403,7 +403,7 @@ func (s *Server) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUp
 		return nil, err
 	}
 	return s.notify(ctx, evPostUpdateContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostUpdateContainerResponse](),
-		func() { s.state.setContainer(req.Container) })
+		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_UNSPECIFIED) })
 }
 
 // StopContainer dispatches the stop of a container and returns the updates
@@ -429,7 +429,7 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 		errs, err := s.dispatch(ctx, evStopContainer, req, newRsp[nriv1beta1.StopContainerResponse](), apply, fl)
 		out = m.Result()
 		out.PluginErrors = append(errs, mergeErrs...)
-		s.state.setContainer(req.Container)
+		s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_STOPPED)
 		return err
 	})
 	if err != nil {

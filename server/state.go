@@ -90,10 +90,43 @@ func (s *state) deletePod(id string) {
 	s.mu.Unlock()
 }
 
-func (s *state) setContainer(c *nriv1beta1.Container) {
+// recordContainer caches c as an event the server relayed left it: in at
+// least the state the event implies (created, running after
+// PostStartContainer, stopped after StopContainer), and never in an earlier
+// state than the cache already knows. Runtimes send the container as it was
+// when the event began (containerd reports a started container as created
+// in StartContainer and PostStartContainer), and a plugin that registers
+// later must get it in Synchronize as it is now. c itself is not modified:
+// plugins may still hold it.
+func (s *state) recordContainer(c *nriv1beta1.Container, implied nriv1beta1.ContainerState) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := c.GetState()
+	if stateRank(implied) > stateRank(st) {
+		st = implied
+	}
+	if old, ok := s.ctrs[c.GetId()]; ok && stateRank(old.GetState()) > stateRank(st) {
+		st = old.GetState()
+	}
+	if st != c.GetState() {
+		c = c.CloneVT()
+		c.State = st
+	}
 	s.ctrs[c.GetId()] = c
-	s.mu.Unlock()
+}
+
+// stateRank orders container states along a container's life; paused is a
+// kind of running.
+func stateRank(st nriv1beta1.ContainerState) int {
+	switch st {
+	case nriv1beta1.ContainerState_CONTAINER_STATE_CREATED:
+		return 1
+	case nriv1beta1.ContainerState_CONTAINER_STATE_RUNNING, nriv1beta1.ContainerState_CONTAINER_STATE_PAUSED:
+		return 2
+	case nriv1beta1.ContainerState_CONTAINER_STATE_STOPPED:
+		return 3
+	}
+	return 0
 }
 
 func (s *state) container(id string) *nriv1beta1.Container {

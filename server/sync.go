@@ -317,7 +317,7 @@ func (s *Server) UpdateContainers(ctx context.Context, plugin string, updates []
 		u []*nriv1beta1.ContainerUpdate
 		e []*nriv1beta1.ContainerEviction
 	} {
-		pod := ""
+		pod := unknownContainer
 		if c := s.state.container(id); c != nil {
 			pod = c.GetPodSandboxId()
 		}
@@ -352,6 +352,14 @@ func (s *Server) UpdateContainers(ctx context.Context, plugin string, updates []
 	)
 	for _, pod := range order {
 		g := byPod[pod]
+		if pod == unknownContainer {
+			// Containers nrid does not know (never created, or removed):
+			// nothing to ask the runtime; they failed, as classic NRI
+			// reports them.
+			failed = append(failed, g.u...)
+			failedEv = append(failedEv, g.e...)
+			continue
+		}
 		unlock := s.pods.lock(pod)
 		f, fe, err := rt.UpdateContainers(ctx, plugin, g.u, g.e)
 		if err == nil {
@@ -366,6 +374,10 @@ func (s *Server) UpdateContainers(ctx context.Context, plugin string, updates []
 	}
 	return failed, failedEv, nil
 }
+
+// unknownContainer groups the updates and evictions of containers nrid
+// does not know (no pod id has a NUL byte).
+const unknownContainer = "\x00unknown"
 
 // succeeded returns the updates not listed as failed.
 func succeeded(all, failed []*nriv1beta1.ContainerUpdate) []*nriv1beta1.ContainerUpdate {

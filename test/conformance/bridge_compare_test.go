@@ -643,6 +643,8 @@ func comparisonCases() []cmpCase {
 	cases = append(cases, cmpCase{name: "unsolicited updates", opts: conformance.Options{FailUpdates: []string{"ctr1"}}, run: func(d *driver) {
 		p := d.start("00", "test", nil)
 		_ = d.event("RunPodSandbox", pod, nil)
+		_ = d.event("CreateContainer", pod, ctr)
+		_ = d.event("CreateContainer", pod, cmpCtr("pod0", "ctr1"))
 		failed, _, err := p.UpdateContainers(d.ctx, []*nriv1beta1.ContainerUpdate{update("ctr0", cpus("1")), update("ctr1", cpus("2"))}, nil)
 		if err != nil {
 			d.t.Errorf("%s: UpdateContainers: %v", d.env.name(), err)

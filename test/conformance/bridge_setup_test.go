@@ -941,8 +941,26 @@ func (e *classicEnv) setPod(err error, p *nriv1beta1.PodSandbox) {
 }
 
 func (e *classicEnv) setCtr(err error, c *nriv1beta1.Container) {
+	e.setCtrIn(err, c, v1alpha1.ContainerState_CONTAINER_UNKNOWN)
+}
+
+// setCtrIn records c as a real runtime knows it after an event: in at least
+// the state the event leaves it in (running after PostStartContainer,
+// stopped after StopContainer) and never back in an earlier state, whatever
+// the (stale) state the event carried. containerd lists containers so at
+// synchronization.
+func (e *classicEnv) setCtrIn(err error, c *nriv1beta1.Container, st v1alpha1.ContainerState) {
 	e.track(err, func(_ map[string]*v1alpha1.PodSandbox, ctrs map[string]*v1alpha1.Container) {
-		ctrs[c.GetId()] = alphaCtr(c)
+		a := alphaCtr(c)
+		rank := map[v1alpha1.ContainerState]int{v1alpha1.ContainerState_CONTAINER_CREATED: 1,
+			v1alpha1.ContainerState_CONTAINER_RUNNING: 2, v1alpha1.ContainerState_CONTAINER_PAUSED: 2, v1alpha1.ContainerState_CONTAINER_STOPPED: 3}
+		if rank[st] > rank[a.State] {
+			a.State = st
+		}
+		if old, ok := ctrs[a.GetId()]; ok && rank[old.GetState()] > rank[a.State] {
+			a.State = old.GetState()
+		}
+		ctrs[a.GetId()] = a
 	})
 }
 
@@ -1029,7 +1047,7 @@ func (r *classicRuntime) StartContainer(ctx context.Context, req *nriv1beta1.Sta
 func (r *classicRuntime) PostStartContainer(ctx context.Context, req *nriv1beta1.PostStartContainerRequest) ([]*nriv1beta1.PluginError, error) {
 	err := r.a().PostStartContainer(ctx, &classic.PostStartContainerRequest{Pod: alphaPod(req.GetPod()), Container: alphaCtr(req.GetContainer())})
 	r.e.rec.add("PostStartContainer", nil, err)
-	r.e.setCtr(err, req.GetContainer())
+	r.e.setCtrIn(err, req.GetContainer(), v1alpha1.ContainerState_CONTAINER_RUNNING)
 	return nil, err
 }
 
@@ -1067,7 +1085,7 @@ func (r *classicRuntime) PostUpdateContainer(ctx context.Context, req *nriv1beta
 func (r *classicRuntime) StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.AdaptationServiceStopContainerResponse, error) {
 	rsp, err := r.a().StopContainer(ctx, &classic.StopContainerRequest{Pod: alphaPod(req.GetPod()), Container: alphaCtr(req.GetContainer())})
 	r.e.rec.add("StopContainer", rsp, err)
-	r.e.setCtr(err, req.GetContainer())
+	r.e.setCtrIn(err, req.GetContainer(), v1alpha1.ContainerState_CONTAINER_STOPPED)
 	if err != nil {
 		return nil, err
 	}

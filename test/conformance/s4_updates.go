@@ -194,7 +194,10 @@ func init() {
 	})
 
 	const ug = "UnsolicitedContainerUpdateRequests"
-	rdt := []*nriv1beta1.ContainerUpdate{containerUpdate("pod0", &nriv1beta1.LinuxResources{RdtClass: str("test")})}
+	// Upstream's scenario updates "pod0", an id its fake runtime accepts;
+	// nri-grpc fails updates of containers it does not know without asking
+	// the runtime (PROTOCOL §13), so the update names a created container.
+	rdt := []*nriv1beta1.ContainerUpdate{containerUpdate("ctr0", &nriv1beta1.LinuxResources{RdtClass: str("test")})}
 	add(Upstream, ug, "there are plugins: should fail gracefully without unstarted plugins", Options{}, func(s *S) {
 		p := s.Start("00", "test")
 		p.Stop()
@@ -207,7 +210,9 @@ func init() {
 	})
 	add(Upstream, ug, "there are plugins: should be delivered, without crash/panic", Options{}, func(s *S) {
 		p := s.Start("00", "test")
-		s.lifecycle(newPod("pod0", nil), newCtr("pod0", "ctr0"))
+		pod := newPod("pod0", nil)
+		s.runPod(pod)
+		s.mustCreate(pod, newCtr("pod0", "ctr0"))
 		failed, failedEv, err := p.UpdateContainers(s.ctx, rdt, nil)
 		if err != nil || failed != nil || failedEv != nil {
 			s.Fatalf("UpdateContainers: failed %v %v, err %v", failed, failedEv, err)
@@ -228,9 +233,35 @@ func init() {
 			s.Fatalf("the runtime was asked to apply %d requests", n)
 		}
 	})
+	add(Deliberate, ug, "PROTOCOL 13: updates of a container nrid does not know fail without reaching the runtime (classic asked the runtime, which fails them)",
+		Options{}, func(s *S) {
+			p := s.Start("00", "test")
+			pod := newPod("pod0", nil)
+			s.runPod(pod)
+			s.mustCreate(pod, newCtr("pod0", "ctr0"))
+			upd := []*nriv1beta1.ContainerUpdate{
+				containerUpdate("ctr0", &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Cpus: "0"}}),
+				containerUpdate("ctr-unknown", &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Cpus: "1"}}),
+			}
+			failed, _, err := p.UpdateContainers(s.ctx, upd, nil)
+			s.must("UpdateContainers", err)
+			eq(s, "failed updates", failed, upd[1:])
+			// Behind the bridge the classic runtime applies updates
+			// asynchronously.
+			s.must("waiting for the runtime", s.Env().Applied().Wait(s.ctx, func(a []Applied) bool { return len(a) > 0 }))
+			got := s.Env().Applied().All()
+			if len(got) != 1 || len(got[0].Update) != 1 {
+				s.Fatalf("the runtime got %v, want the known container's update only", got)
+			}
+			protoEq(s, "applied update", got[0].Update[0], upd[0])
+		})
 	add(Deliberate, ug, "PROTOCOL 13: failures come back in the failed lists with an OK status (classic lost them in an error)",
 		Options{FailUpdates: []string{"ctr1"}}, func(s *S) {
 			p := s.Start("00", "test")
+			pod := newPod("pod0", nil)
+			s.runPod(pod)
+			s.mustCreate(pod, newCtr("pod0", "ctr0"))
+			s.mustCreate(pod, newCtr("pod0", "ctr1"))
 			upd := []*nriv1beta1.ContainerUpdate{
 				containerUpdate("ctr0", &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Cpus: "0"}}),
 				containerUpdate("ctr1", &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Cpus: "1"}}),

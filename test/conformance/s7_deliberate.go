@@ -278,6 +278,9 @@ func init() {
 	})
 	add(Deliberate, g, "DESIGN 5.5: evictions from UpdateContainers reach the runtime", Options{}, func(s *S) {
 		p := s.Start("00", "a")
+		pod := newPod("pod0", nil)
+		s.runPod(pod)
+		s.mustCreate(pod, newCtr("pod0", "ctr7"))
 		_, _, err := p.UpdateContainers(s.ctx, nil, evict("ctr7"))
 		s.must("UpdateContainers", err)
 		got := s.Env().Applied().All()
