@@ -17,9 +17,11 @@
 //     metadata) with UNAVAILABLE, and accepts Configure only while its own
 //     registration is pending;
 //   - it registers (RuntimeService.RegisterPlugin), keeps the registration
-//     session open, and registers again with exponential backoff and jitter
-//     whenever the session ends (server restart, eviction, broken
-//     connection), except after a Shutdown of kind SHUTDOWN_KIND_REPLACED;
+//     session open, and registers again whenever the session ends (server
+//     restart, eviction, broken connection), except after a Shutdown of kind
+//     SHUTDOWN_KIND_REPLACED: while the server is away, as soon as its socket
+//     accepts connections again (watched with inotify, polled every 50 ms);
+//     while it serves and refuses, with exponential backoff and jitter;
 //   - it collects the pages of a split Synchronize and calls the handler
 //     once with the full state;
 //   - it turns handler errors into gRPC statuses: a veto on creating events,

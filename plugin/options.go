@@ -212,7 +212,9 @@ func WithPluginVersion(v string) Option {
 
 // WithBackoff sets the bounds of the re-registration backoff: the delay
 // starts at first and doubles up to limit, each delay drawn at random from
-// its upper half (default 100ms to 10s).
+// its upper half (default 100ms to 10s). It applies while the server serves
+// and refuses the registration; while the server is away, the plugin
+// registers as soon as its socket accepts connections again.
 func WithBackoff(first, limit time.Duration) Option {
 	return func(o *options) error {
 		if first <= 0 || limit < first {

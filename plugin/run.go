@@ -37,7 +37,10 @@ const defaultMaxMessageSize = 4 << 20
 // Run serves the plugin, registers it with the server and keeps it
 // registered until ctx is done: when the registration ends (the server
 // stopped or restarted, the session broke, the plugin was evicted), it
-// registers again with exponential backoff and jitter. It returns nil when
+// registers again: while the server is away (its socket refuses connections
+// or is missing), as soon as it accepts connections again (see
+// awaitServer); while it serves, with exponential backoff and jitter, the
+// first retry within 50 ms. It returns nil when
 // ctx is done, ErrReplaced when a newer instance of the plugin took over,
 // and an error when the server refused the registration for a reason that
 // retrying cannot fix (an invalid name, index, endpoint, subscription or
@@ -78,6 +81,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 
 	bo := backoff{min: p.opts.backoffMin, max: p.opts.backoffMax}
 	failures := 0
+	back := false // nrid just came back
 	for {
 		res := p.session(ctx, hs)
 		if ctx.Err() != nil {
@@ -88,6 +92,8 @@ func (p *Plugin) Run(ctx context.Context) error {
 			bo.reset()
 			failures = 0
 		}
+		fresh := res.registered || back
+		back = false
 		if res.shutdown.GetKind() == nriv1beta1.ShutdownKind_SHUTDOWN_KIND_REPLACED {
 			p.log.Info("replaced by a newer instance; not registering again")
 			return fmt.Errorf("plugin %s: %w", p.full, ErrReplaced)
@@ -97,29 +103,36 @@ func (p *Plugin) Run(ctx context.Context) error {
 			p.log.Error("registration refused", "error", res.err)
 			return fmt.Errorf("plugin %s: registration refused: %w", p.full, res.err)
 		}
-		delay := bo.next()
-		if long {
-			delay = p.opts.backoffMax
-		}
-		attrs := []any{"retry_in", delay.Round(time.Millisecond)}
-		if res.err != nil {
-			attrs = append(attrs, "error", res.err)
-		}
-		if res.shutdown != nil {
-			attrs = append(attrs, "shutdown", res.shutdown.GetKind().String(), "reason", res.shutdown.GetReason())
-		}
-		switch {
-		case res.registered:
-			p.log.Info("registration ended; registering again", attrs...)
-		case failures == 0:
-			p.log.Warn("registration failed; retrying with backoff (further failures are logged at debug level)",
-				append(attrs, "server", p.server.String())...)
-		default:
-			p.log.Debug("registration failed; retrying", attrs...)
-		}
 		if !res.registered {
 			failures++
 		}
+		if !long && !p.reachable(ctx) {
+			// nrid is away (stopped, crashed, restarting). The backoff would
+			// still be growing when it is back: watch its socket instead,
+			// and register as soon as it accepts connections.
+			p.logRetry(res, failures, "retry", "when the server accepts connections")
+			switch p.awaitServer(ctx, serveDone) {
+			case awaitStopped:
+				p.log.Info("stopped")
+				return nil
+			case awaitServeEnded:
+				return fmt.Errorf("plugin %s: serving %s stopped: %w", p.full, p.endpoint, serveErr)
+			}
+			bo.reset()
+			back = true
+			continue
+		}
+		// nrid serves: back off with jitter, so that a refused plugin does
+		// not hammer it. The first retry after a registration ended, or
+		// after nrid came back, comes quickly.
+		delay := bo.next()
+		switch {
+		case long:
+			delay = p.opts.backoffMax
+		case fresh:
+			delay = jitter(min(firstRetry, p.opts.backoffMin))
+		}
+		p.logRetry(res, failures, "retry_in", delay.Round(time.Millisecond))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -131,6 +144,27 @@ func (p *Plugin) Run(ctx context.Context) error {
 			return fmt.Errorf("plugin %s: serving %s stopped: %w", p.full, p.endpoint, serveErr)
 		case <-t.C:
 		}
+	}
+}
+
+// logRetry logs how a registration ended and when the next one starts:
+// failures after the first one at debug level.
+func (p *Plugin) logRetry(res sessionResult, failures int, when ...any) {
+	attrs := when
+	if res.err != nil {
+		attrs = append(attrs, "error", res.err)
+	}
+	if res.shutdown != nil {
+		attrs = append(attrs, "shutdown", res.shutdown.GetKind().String(), "reason", res.shutdown.GetReason())
+	}
+	switch {
+	case res.registered:
+		p.log.Info("registration ended; registering again", attrs...)
+	case failures == 1:
+		p.log.Warn("registration failed; retrying with backoff (further failures are logged at debug level)",
+			append(attrs, "server", p.server.String())...)
+	default:
+		p.log.Debug("registration failed; retrying", attrs...)
 	}
 }
 
@@ -342,7 +376,12 @@ func (b *backoff) next() time.Duration {
 	} else {
 		b.cur = min(2*b.cur, b.max)
 	}
-	half := b.cur / 2
+	return jitter(b.cur)
+}
+
+// jitter draws a delay from [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	half := d / 2
 	return half + rand.N(half+1)
 }
 

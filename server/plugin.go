@@ -233,6 +233,7 @@ func (p *plugin) close(reason error) {
 		p.setState(nriv1beta1.PluginState_PLUGIN_STATE_CLOSING)
 		close(p.closed)
 		p.s.unregister(p)
+		p.s.pluginsChanged()
 		if err := p.c.close(); err != nil {
 			p.s.log.Debug("closing plugin connection", "plugin", p.full, "error", err)
 		}

@@ -50,6 +50,7 @@ type Server struct {
 	rt       Runtime
 	rtInfo   RuntimeInfo
 	attached chan struct{} // closed while a runtime is attached
+	changed  chan struct{} // closed (and replaced) when a plugin registers or unregisters
 	epoch    uint64        // state epoch: bumped by every runtime (re)attach
 	closing  bool
 	launched map[string]launchSlot // pre-launched plugins by endpoint path
@@ -160,6 +161,28 @@ func (s *Server) DetachRuntime(rt Runtime) {
 	case <-s.attached:
 		s.attached = make(chan struct{})
 	default:
+	}
+}
+
+// PluginsChanged returns a channel that is closed the next time a plugin
+// registers (is ready for events) or unregisters; Plugins then lists the new
+// set. Take a new channel after each change.
+func (s *Server) PluginsChanged() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
+// pluginsChanged wakes the waiters of PluginsChanged.
+func (s *Server) pluginsChanged() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
 	}
 }
 

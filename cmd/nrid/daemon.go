@@ -283,11 +283,27 @@ func (d *daemon) serve(ctx context.Context) error {
 		close(metricsDone)
 	}
 
+	// The restart gate: the plugins registered before a restart get
+	// restart_grace to register again before nrid attaches to the runtime
+	// and reports SERVING.
+	var (
+		ros  *roster
+		gate []rosterEntry
+	)
+	if dir := d.cfg.Server.StateDir; dir != "" {
+		if ros, err = newRoster(dir, d.log); err != nil {
+			d.log.Error("restart gate disabled", "error", err)
+		} else if gate, err = ros.load(); err != nil {
+			d.log.Warn("restart gate: the list of registered plugins is unreadable; not waiting for any", "error", err)
+			gate = nil
+		}
+	}
+	grace := d.cfg.Server.RestartGrace.D()
+	gated := len(gate) > 0 && grace > 0
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	if d.cfg.Runtime.Required {
+	if gated || d.cfg.Runtime.Required {
 		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
-		go d.watchRuntime(watchCtx)
 	} else {
 		d.setHealth(healthpb.HealthCheckResponse_SERVING)
 	}
@@ -303,7 +319,10 @@ func (d *daemon) serve(ctx context.Context) error {
 			d.log.Warn("launching plugins", "dir", dir, "error", err)
 		}
 	}
-	stopBridge := d.startBridge(ctx, l, sup)
+	bridgeCtx, stopBridgeCtx := context.WithCancel(ctx)
+	var bridges sync.WaitGroup
+	stopBridge := func() { stopBridgeCtx(); bridges.Wait() }
+	d.startBridgePlugins(bridgeCtx, &bridges, l, sup)
 
 	attrs := []any{"socket", d.cfg.Server.Socket, "version", version.Server(), "runtime_required", d.cfg.Runtime.Required}
 	if d.tcp != nil {
@@ -314,6 +333,40 @@ func (d *daemon) serve(ctx context.Context) error {
 	}
 	d.log.Info("serving", attrs...)
 
+	if gated {
+		names := make([]string, len(gate))
+		for i, e := range gate {
+			names[i] = e.Plugin
+		}
+		d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", names, "bound", grace)
+		start := time.Now()
+		if missing := awaitPlugins(ctx, d.srv, gate, grace); len(missing) > 0 {
+			var gone, required []string
+			for _, e := range missing {
+				gone = append(gone, e.Plugin)
+				if e.Required {
+					required = append(required, e.Plugin)
+				}
+			}
+			d.log.Warn("restart gate: bound passed without these plugins; going on under their failure policies",
+				"missing", gone, "were_required", required, "waited", time.Since(start).Round(time.Millisecond))
+		} else {
+			d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	keepDone := make(chan struct{})
+	if ros != nil {
+		go ros.keep(watchCtx, d.srv, keepDone)
+	} else {
+		close(keepDone)
+	}
+	if d.cfg.Runtime.Required {
+		go d.watchRuntime(watchCtx)
+	} else {
+		d.setHealth(healthpb.HealthCheckResponse_SERVING)
+	}
+	d.startBridgeRuntime(bridgeCtx, &bridges)
+
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -321,6 +374,7 @@ func (d *daemon) serve(ctx context.Context) error {
 		d.log.Error("a listener failed; stopping", "error", serveErr)
 	}
 	stopWatch()
+	<-keepDone // the roster stays the set from before the stop
 	stopBridge()
 	d.stop(sup)
 	stopMetrics() // last: the metrics of the stop are still served
@@ -328,12 +382,11 @@ func (d *daemon) serve(ctx context.Context) error {
 	return serveErr
 }
 
-// startBridge starts the configured sides of the ttrpc bridge and returns
-// the function that stops them.
-func (d *daemon) startBridge(parent context.Context, l *listeners, sup *supervisor.Supervisor) (stop func()) {
+// startBridgeRuntime starts the runtime side of the ttrpc bridge, if
+// configured: after the restart gate, so that the runtime sees nrid (its
+// plugin 00-nri-grpc) only once the plugins are back.
+func (d *daemon) startBridgeRuntime(ctx context.Context, wg *sync.WaitGroup) {
 	b := d.cfg.Bridge
-	ctx, cancel := context.WithCancel(parent)
-	var wg sync.WaitGroup
 	if b.RuntimeSocket != "" {
 		name, idx := b.PluginName, b.PluginIndex
 		if name == "" {
@@ -347,6 +400,12 @@ func (d *daemon) startBridge(parent context.Context, l *listeners, sup *supervis
 		wg.Go(func() { _ = rs.Run(ctx) })
 		d.log.Info("bridge runtime side enabled", "runtime_socket", b.RuntimeSocket, "plugin", idx+"-"+name)
 	}
+}
+
+// startBridgePlugins starts the plugin side of the ttrpc bridge (the
+// classic plugin socket, the classic plugins to launch), if configured.
+func (d *daemon) startBridgePlugins(ctx context.Context, wg *sync.WaitGroup, l *listeners, sup *supervisor.Supervisor) {
+	b := d.cfg.Bridge
 	if l.classic != nil || b.ClassicPluginDir != "" {
 		ps := bridge.NewPluginSide(d.srv, bridge.WithPluginLogger(d.log.With("component", "bridge-plugins")),
 			bridge.WithRegistrationTimeout(d.cfg.Server.RegistrationTimeout.D()))
@@ -364,7 +423,6 @@ func (d *daemon) startBridge(parent context.Context, l *listeners, sup *supervis
 			}
 		}
 	}
-	return func() { cancel(); wg.Wait() }
 }
 
 func serveGRPC(g *grpc.Server, l net.Listener) error {

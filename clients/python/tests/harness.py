@@ -111,6 +111,15 @@ class Nrid:
                 raise AssertionError(f"nrid did not stop on SIGTERM:\n{self.log()}")
         self.proc = None
 
+    def kill(self) -> None:
+        """Kills nrid (SIGKILL) and waits for it: no Shutdown, connections
+        break, and the socket file stays behind, refusing connections."""
+        if self.proc is None:
+            return
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+
     def cleanup(self) -> None:
         try:
             if self.proc is not None:

@@ -10,7 +10,7 @@
 //!   [`Plugin`] and `run` it. The SDK serves `PluginService` (and gRPC
 //!   health) on a unix socket, holds the registration session with nrid,
 //!   checks instance ids, authenticates incoming calls (nrid's uid and root
-//!   only), re-registers with backoff when nrid restarts, accumulates
+//!   only), re-registers as soon as nrid is back when it restarts, accumulates
 //!   Synchronize pages, and handles resync and Shutdown (including
 //!   `SHUTDOWN_KIND_REPLACED`). [`Adjustment`] and [`Update`] build responses
 //!   with the classic removal-marker conventions.

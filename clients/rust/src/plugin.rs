@@ -458,7 +458,9 @@ impl<H: Handler> PluginBuilder<H> {
 
     /// Sets the bounds of the re-registration backoff: the delay starts at
     /// `first` and doubles up to `limit`, each delay drawn at random from
-    /// its upper half (default 100 ms to 10 s).
+    /// its upper half (default 100 ms to 10 s). It applies while nrid serves
+    /// and refuses; while nrid is away, the plugin registers as soon as its
+    /// socket accepts connections.
     pub fn backoff(mut self, first: Duration, limit: Duration) -> Self {
         if first.is_zero() || limit < first {
             self.errors.push(format!("invalid backoff bounds {first:?}, {limit:?}"));
@@ -643,8 +645,9 @@ impl<H: Handler> Plugin<H> {
     /// Serves the endpoint, registers, and keeps the plugin registered until
     /// `stop` completes (or [`PluginHandle::stop`] is called): when a
     /// registration ends (nrid stopped or restarted, the session broke, the
-    /// plugin was evicted) it registers again with exponential backoff and
-    /// jitter. Returns [`Exit::Replaced`] when a newer instance took over,
+    /// plugin was evicted) it registers again: while nrid is away, as soon as
+    /// its socket accepts connections again; while nrid serves, with
+    /// exponential backoff and jitter. Returns [`Exit::Replaced`] when a newer instance took over,
     /// [`Exit::Stopped`] when stopped, and [`Error::Refused`] when nrid
     /// refused the registration for a reason retrying cannot fix.
     ///
@@ -719,6 +722,7 @@ impl<H: Handler> Plugin<H> {
         let mut stop = std::pin::pin!(stop);
         let mut bo = Backoff::new(self.backoff.0, self.backoff.1);
         let mut failures = 0u32;
+        let mut back = false; // nrid just came back
         loop {
             let res = tokio::select! {
                 r = self.session(health) => r,
@@ -731,6 +735,8 @@ impl<H: Handler> Plugin<H> {
                 bo.reset();
                 failures = 0;
             }
+            let fresh = res.registered || back;
+            back = false;
             let kind = res.shutdown.as_ref().map(|s| s.kind());
             if kind == Some(ShutdownKind::Replaced) {
                 info!(plugin = %self.shared.full, "replaced by a newer instance; not registering again");
@@ -743,27 +749,55 @@ impl<H: Handler> Plugin<H> {
                     message = st.message(), "registration refused");
                 return Err(Error::Refused(st));
             }
-            let delay = if long { self.backoff.1 } else { bo.next() };
-            let err = res.err.as_ref().map(|s| format!("{:?}: {}", s.code(), s.message())).unwrap_or_default();
-            let shutdown = res.shutdown.as_ref().map(|s| format!("{:?}: {}", s.kind(), s.reason)).unwrap_or_default();
-            if res.registered {
-                info!(plugin = %self.shared.full, retry_in = ?delay, error = %err, shutdown = %shutdown,
-                    "registration ended; registering again");
-            } else if failures == 0 {
-                warn!(plugin = %self.shared.full, retry_in = ?delay, error = %err, shutdown = %shutdown,
-                    server = %self.server.display(),
-                    "registration failed; retrying with backoff (further failures are logged at debug level)");
-            } else {
-                debug!(plugin = %self.shared.full, retry_in = ?delay, error = %err, "registration failed; retrying");
-            }
             if !res.registered {
                 failures += 1;
             }
+            if !long && !reachable(&self.server).await {
+                // nrid is away (stopped, crashed, restarting). The backoff
+                // would still be growing when it is back: poll its socket
+                // instead, and register as soon as it accepts connections.
+                self.log_retry(&res, failures, "when nrid accepts connections");
+                tokio::select! {
+                    _ = await_server(&self.server) => {}
+                    _ = &mut stop => return Ok(Exit::Stopped),
+                    r = &mut *serve_done => return Err(Error::Serve(serve_error(r))),
+                }
+                bo.reset();
+                back = true;
+                continue;
+            }
+            // nrid serves: back off with jitter, so that a refused plugin
+            // does not hammer it. The first retry after a registration ended,
+            // or after nrid came back, comes quickly.
+            let mut delay = bo.next();
+            if long {
+                delay = self.backoff.1;
+            } else if fresh {
+                delay = bo.jitter(FIRST_RETRY.min(self.backoff.0));
+            }
+            self.log_retry(&res, failures, &format!("in {delay:?}"));
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 _ = &mut stop => return Ok(Exit::Stopped),
                 r = &mut *serve_done => return Err(Error::Serve(serve_error(r))),
             }
+        }
+    }
+
+    /// Logs how a registration ended and when the next one starts: failures
+    /// after the first one at debug level.
+    fn log_retry(&self, res: &SessionResult, failures: u32, retry: &str) {
+        let err = res.err.as_ref().map(|s| format!("{:?}: {}", s.code(), s.message())).unwrap_or_default();
+        let shutdown = res.shutdown.as_ref().map(|s| format!("{:?}: {}", s.kind(), s.reason)).unwrap_or_default();
+        if res.registered {
+            info!(plugin = %self.shared.full, retry, error = %err, shutdown = %shutdown,
+                "registration ended; registering again");
+        } else if failures == 1 {
+            warn!(plugin = %self.shared.full, retry, error = %err, shutdown = %shutdown,
+                server = %self.server.display(),
+                "registration failed; retrying with backoff (further failures are logged at debug level)");
+        } else {
+            debug!(plugin = %self.shared.full, retry, error = %err, "registration failed; retrying");
         }
     }
 
@@ -943,6 +977,32 @@ fn retryable(err: Option<&Status>) -> (bool, bool) {
     (true, false)
 }
 
+/// Bound of the first delay after a registration ended while nrid still
+/// accepts connections (an eviction, a graceful stop not done yet).
+const FIRST_RETRY: Duration = Duration::from_millis(50);
+/// How often a plugin tries to connect to an absent nrid.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Whether a process listens on the unix socket path: a connect, closed at
+/// once, without any gRPC traffic. A refused connection or a missing socket
+/// file means nrid is away.
+async fn reachable(path: &Path) -> bool {
+    tokio::net::UnixStream::connect(path).await.is_ok()
+}
+
+/// Returns once nrid accepts connections on its socket again, trying to
+/// connect every POLL_INTERVAL.
+async fn await_server(path: &Path) {
+    let mut tick = tokio::time::interval(POLL_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if reachable(path).await {
+            return;
+        }
+    }
+}
+
 /// Exponential backoff with jitter: each delay is drawn from [d/2, d], where
 /// d doubles from min up to max.
 struct Backoff {
@@ -961,12 +1021,17 @@ impl Backoff {
 
     fn next(&mut self) -> Duration {
         self.cur = if self.cur.is_zero() { self.min } else { (self.cur * 2).min(self.max) };
+        self.jitter(self.cur)
+    }
+
+    /// A delay drawn from [d/2, d].
+    fn jitter(&mut self, d: Duration) -> Duration {
         // xorshift64*
         self.rng ^= self.rng >> 12;
         self.rng ^= self.rng << 25;
         self.rng ^= self.rng >> 27;
         let r = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        let half = self.cur / 2;
+        let half = d / 2;
         let span = half.as_nanos() as u64 + 1;
         half + Duration::from_nanos(r % span)
     }

@@ -216,7 +216,8 @@ export interface PluginOptions {
   pluginVersion?: string;
   /** Default: console at info level, debug with NRI_GRPC_DEBUG=1. */
   logger?: Logger;
-  /** [first, limit] of the re-registration backoff in ms (default [100, 10000]). */
+  /** [first, limit] of the re-registration backoff in ms (default [100, 10000]), while nrid serves
+   * and refuses; while nrid is away, the plugin registers as soon as its socket accepts connections. */
   backoffMs?: [number, number];
   /** Default deadline of updateContainers in ms (default 10000). */
   updateTimeoutMs?: number;
@@ -316,6 +317,29 @@ function consoleLogger(prefix: string): Logger {
     warn: (m) => console.error(`WARN ${prefix}: ${m}`),
     error: (m) => console.error(`ERROR ${prefix}: ${m}`),
   };
+}
+
+/** Bound of the first delay after a registration ended while nrid still
+ * accepts connections (an eviction, a graceful stop not done yet). */
+const FIRST_RETRY_MS = 50;
+/** How often a plugin tries to connect to an absent nrid. */
+const POLL_INTERVAL_MS = 50;
+
+/** Whether a process listens on the unix socket path: a connect, closed at
+ * once, without any gRPC traffic. A refused connection or a missing socket
+ * file means nrid is away. */
+function reachable(socket: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = net.createConnection(socket);
+    c.once("connect", () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once("error", () => {
+      c.destroy();
+      resolve(false);
+    });
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -545,8 +569,9 @@ export class Plugin {
   /**
    * Serves the plugin, registers it and keeps it registered until stop():
    * when the registration ends (nrid stopped or restarted, the session broke,
-   * the plugin was evicted) it registers again with exponential backoff and
-   * jitter. Resolves "stopped" after stop(), "replaced" when a newer instance
+   * the plugin was evicted) it registers again: while nrid is away, as soon as
+   * its socket accepts connections again; while nrid serves, with exponential
+   * backoff and jitter. Resolves "stopped" after stop(), "replaced" when a newer instance
    * took over. Rejects with RegistrationRefusedError when nrid refused the
    * registration for a reason retrying cannot fix, or when the endpoint
    * cannot be created. The endpoint is removed when run settles.
@@ -590,6 +615,7 @@ export class Plugin {
     let cur = 0;
     const [first, limit] = this.backoff;
     let failures = 0;
+    let back = false; // nrid just came back
     for (;;) {
       const res = await this.session(stop);
       if (stop.aborted) return "stopped";
@@ -597,6 +623,8 @@ export class Plugin {
         cur = 0;
         failures = 0;
       }
+      const fresh = res.registered || back;
+      back = false;
       if (res.shutdown?.kind === ShutdownKind.REPLACED) {
         this.log.info("replaced by a newer instance; not registering again");
         this.replaced = true;
@@ -609,17 +637,84 @@ export class Plugin {
         this.log.error(`registration refused: ${Code[err.code]}: ${err.rawMessage}`);
         throw new RegistrationRefusedError(err.code, err.rawMessage, info?.reason ?? "", info?.metadata.field ?? "");
       }
-      cur = cur === 0 ? first : Math.min(2 * cur, limit);
-      const delay = long ? limit : cur / 2 + Math.random() * (cur / 2);
-      let detail = res.err ? `: ${Code[res.err.code]}: ${res.err.rawMessage}` : "";
-      if (res.shutdown) detail += ` (shutdown ${ShutdownKind[res.shutdown.kind]}: ${res.shutdown.reason})`;
-      if (res.registered) this.log.info(`registration ended${detail}; registering again in ${Math.round(delay)} ms`);
-      else if (failures === 0)
-        this.log.warn(`registration with ${this.serverAddress} failed${detail}; retrying with backoff (further failures are logged at debug level)`);
-      else this.log.debug(`registration failed${detail}; retrying in ${Math.round(delay)} ms`);
       if (!res.registered) failures++;
+      if (!long && !(await reachable(this.serverPath))) {
+        // nrid is away (stopped, crashed, restarting). The backoff would
+        // still be growing when it is back: watch its socket instead, and
+        // register as soon as it accepts connections.
+        this.logRetry(res, failures, "when nrid accepts connections");
+        if (!(await this.awaitServer(stop))) return "stopped";
+        cur = 0;
+        back = true;
+        continue;
+      }
+      // nrid serves: back off with jitter, so that a refused plugin does not
+      // hammer it. The first retry after a registration ended, or after nrid
+      // came back, comes quickly.
+      cur = cur === 0 ? first : Math.min(2 * cur, limit);
+      let delay = cur / 2 + Math.random() * (cur / 2);
+      if (long) delay = limit;
+      else if (fresh) {
+        const d = Math.min(FIRST_RETRY_MS, first);
+        delay = d / 2 + Math.random() * (d / 2);
+      }
+      this.logRetry(res, failures, `in ${Math.round(delay)} ms`);
       await sleep(delay, stop);
       if (stop.aborted) return "stopped";
+    }
+  }
+
+  /** Logs how a registration ended and when the next one starts: failures
+   * after the first one at debug level. */
+  private logRetry(res: SessionResult, failures: number, when: string): void {
+    let detail = res.err ? `: ${Code[res.err.code]}: ${res.err.rawMessage}` : "";
+    if (res.shutdown) detail += ` (shutdown ${ShutdownKind[res.shutdown.kind]}: ${res.shutdown.reason})`;
+    if (res.registered) this.log.info(`registration ended${detail}; registering again ${when}`);
+    else if (failures === 1)
+      this.log.warn(`registration with ${this.serverAddress} failed${detail}; retrying ${when} (further failures are logged at debug level)`);
+    else this.log.debug(`registration failed${detail}; retrying ${when}`);
+  }
+
+  /** Waits until nrid accepts connections on its socket again: it watches
+   * the socket's directory (fs.watch) and tries to connect on every change
+   * and every POLL_INTERVAL_MS in any case (a directory not there yet, or
+   * replaced). False when stopped meanwhile. */
+  private async awaitServer(stop: AbortSignal): Promise<boolean> {
+    let changed = false;
+    let wake: (() => void) | undefined;
+    let watcher: fs.FSWatcher | undefined;
+    try {
+      watcher = fs.watch(path.dirname(this.serverPath), { persistent: false }, () => {
+        changed = true;
+        wake?.();
+      });
+      watcher.on("error", () => watcher?.close());
+    } catch {
+      // Not there (yet): polling finds nrid.
+    }
+    try {
+      for (;;) {
+        if (stop.aborted) return false;
+        if (await reachable(this.serverPath)) return !stop.aborted;
+        if (changed) {
+          changed = false;
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(done, POLL_INTERVAL_MS);
+          function done() {
+            clearTimeout(t);
+            stop.removeEventListener("abort", done);
+            wake = undefined;
+            resolve();
+          }
+          wake = done;
+          stop.addEventListener("abort", done);
+        });
+        changed = false;
+      }
+    } finally {
+      watcher?.close();
     }
   }
 

@@ -107,6 +107,17 @@ export class Nrid {
     this.proc = undefined;
   }
 
+  /** Kills nrid (SIGKILL) and waits for it: no Shutdown, connections break,
+   * and the socket file stays behind, refusing connections. */
+  async kill(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null) return;
+    const done = new Promise<void>((r) => p.once("exit", () => r()));
+    p.kill("SIGKILL");
+    await done;
+    this.proc = undefined;
+  }
+
   async cleanup(): Promise<void> {
     if (this.proc && this.proc.exitCode === null) {
       const done = new Promise<void>((r) => this.proc!.once("exit", () => r()));

@@ -55,6 +55,11 @@ _DEFAULT_MAX_MESSAGE_SIZE = 4 << 20
 # (docs/PROTOCOL.md §16, item 13).
 _TRANSPORT_OPTIONS = [("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 4 << 20)]
 _MAX_SOCKET_PATH = 107
+#: Bound of the first delay after a registration ended while nrid still
+#: accepts connections (an eviction, a graceful stop not done yet), seconds.
+_FIRST_RETRY = 0.05
+#: How often a plugin tries to connect to an absent nrid, seconds.
+_POLL_INTERVAL = 0.05
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-")
 _PLUGIN_SERVICE = "nri.v1beta1.PluginService"
 
@@ -180,6 +185,21 @@ def peer_uid(path: str) -> Optional[int]:
         return None
 
 
+def _reachable(path: str) -> bool:
+    """Whether a process listens on the unix socket path: a connect, closed
+    at once, without any gRPC traffic. A refused connection or a missing
+    socket file means nrid is away."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.setblocking(False)
+            s.connect(path)
+    except BlockingIOError:
+        return True  # it listens; its backlog is full
+    except OSError:
+        return False
+    return True
+
+
 def _call_status(err: grpc.aio.AioRpcError) -> tuple[str, str]:
     """Returns the ErrorInfo reason and field of an nri-grpc error status."""
     for key, value in err.trailing_metadata() or ():
@@ -299,7 +319,8 @@ class Plugin:
       plugin_version: shown by AdminService.
       logger: a logging.Logger (default: logging.getLogger("nri_grpc")).
       backoff: (first, limit) of the re-registration backoff in seconds
-        (default 0.1 to 10).
+        (default 0.1 to 10), while nrid serves and refuses; while nrid is
+        away, the plugin registers as soon as its socket accepts connections.
       update_timeout: default deadline of update_containers, seconds.
 
     Authentication: grpcio does not show a server the peer credentials of
@@ -497,7 +518,9 @@ class Plugin:
         """Serves the plugin, registers it and keeps it registered until stop
         is called (or the task is cancelled): when the registration ends (nrid
         stopped or restarted, the session broke, the plugin was evicted) it
-        registers again with exponential backoff and jitter.
+        registers again: while nrid is away, as soon as its socket accepts
+        connections again; while nrid serves, with exponential backoff and
+        jitter.
 
         Returns RunResult.STOPPED after stop, RunResult.REPLACED when a newer
         instance took over. Raises RegistrationRefused when nrid refused the
@@ -547,6 +570,7 @@ class Plugin:
         assert self._stop_event is not None
         bo = _Backoff(*self._backoff)
         failures = 0
+        back = False  # nrid just came back
         while True:
             session = asyncio.ensure_future(self._session())
             stopper = asyncio.ensure_future(self._stop_event.wait())
@@ -567,6 +591,7 @@ class Plugin:
             if res.registered:
                 bo.reset()
                 failures = 0
+            fresh, back = res.registered or back, False
             if res.shutdown is not None and res.shutdown.kind == ps.SHUTDOWN_KIND_REPLACED:
                 self._log.info("replaced by a newer instance; not registering again")
                 self.replaced = True
@@ -577,29 +602,66 @@ class Plugin:
                 reason, fld = _call_status(res.err)
                 self._log.error("registration refused: %s: %s", res.err.code().name, res.err.details())
                 raise RegistrationRefused(res.err.code(), res.err.details() or "", reason, fld)
-            delay = self._backoff[1] if long else bo.next()
-            detail = ""
-            if res.err is not None:
-                detail += f": {res.err.code().name}: {res.err.details()}"
-            if res.shutdown is not None:
-                detail += f" (shutdown {ps.ShutdownKind.Name(res.shutdown.kind)}: {res.shutdown.reason})"
-            if res.registered:
-                self._log.info("registration ended%s; registering again in %.2fs", detail, delay)
-            elif failures == 0:
-                self._log.warning(
-                    "registration with %s failed%s; retrying with backoff (further failures are logged at debug level)",
-                    self.server_address,
-                    detail,
-                )
-            else:
-                self._log.debug("registration failed%s; retrying in %.2fs", detail, delay)
             if not res.registered:
                 failures += 1
+            if not long and not _reachable(self._server_path):
+                # nrid is away (stopped, crashed, restarting). The backoff
+                # would still be growing when it is back: poll its socket
+                # instead, and register as soon as it accepts connections.
+                self._log_retry(res, failures, "when nrid accepts connections")
+                if not await self._await_server():
+                    return RunResult.STOPPED
+                bo.reset()
+                back = True
+                continue
+            # nrid serves: back off with jitter, so that a refused plugin does
+            # not hammer it. The first retry after a registration ended, or
+            # after nrid came back, comes quickly.
+            delay = bo.next()
+            if long:
+                delay = self._backoff[1]
+            elif fresh:
+                first = min(_FIRST_RETRY, self._backoff[0])
+                delay = random.uniform(first / 2, first)
+            self._log_retry(res, failures, f"in {delay:.2f}s")
             try:
                 await asyncio.wait_for(self._stop_event.wait(), delay)
                 return RunResult.STOPPED
             except asyncio.TimeoutError:
                 pass
+
+    def _log_retry(self, res: _SessionResult, failures: int, when: str) -> None:
+        """Logs how a registration ended and when the next one starts:
+        failures after the first one at debug level."""
+        detail = ""
+        if res.err is not None:
+            detail += f": {res.err.code().name}: {res.err.details()}"
+        if res.shutdown is not None:
+            detail += f" (shutdown {ps.ShutdownKind.Name(res.shutdown.kind)}: {res.shutdown.reason})"
+        if res.registered:
+            self._log.info("registration ended%s; registering again %s", detail, when)
+        elif failures == 1:
+            self._log.warning(
+                "registration with %s failed%s; retrying %s (further failures are logged at debug level)",
+                self.server_address,
+                detail,
+                when,
+            )
+        else:
+            self._log.debug("registration failed%s; retrying %s", detail, when)
+
+    async def _await_server(self) -> bool:
+        """Waits until nrid accepts connections on its socket again, trying
+        to connect every _POLL_INTERVAL (no gRPC traffic). False when stop
+        was called meanwhile."""
+        assert self._stop_event is not None
+        while not _reachable(self._server_path):
+            try:
+                await asyncio.wait_for(self._stop_event.wait(), _POLL_INTERVAL)
+                return False
+            except asyncio.TimeoutError:
+                pass
+        return not self._stop_event.is_set()
 
     def _register_request(self) -> rs.RegisterPluginRequest:
         req = rs.RegisterPluginRequest(
@@ -630,7 +692,14 @@ class Plugin:
                 )
         channel = grpc.aio.insecure_channel(
             "unix://" + self._server_path,
-            options=[("grpc.max_receive_message_length", _DEFAULT_MAX_MESSAGE_SIZE), *_TRANSPORT_OPTIONS],
+            options=[
+                ("grpc.max_receive_message_length", _DEFAULT_MAX_MESSAGE_SIZE),
+                # A fresh connection per registration: a subchannel shared
+                # with the previous session's channel would still be in its
+                # reconnect backoff after nrid came back, and fail at once.
+                ("grpc.use_local_subchannel_pool", 1),
+                *_TRANSPORT_OPTIONS,
+            ],
         )
         s = _Session(channel=channel)
         self._pending, self._shutdown, self._sync = s, None, None

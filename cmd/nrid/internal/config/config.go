@@ -36,6 +36,8 @@ const (
 	// calls per identity.
 	DefaultRegisterRate  = 5.0
 	DefaultRegisterBurst = 10
+	// DefaultRestartGrace bounds the restart gate (server.state_dir).
+	DefaultRestartGrace = 10 * time.Second
 )
 
 // Config is nrid's configuration.
@@ -99,6 +101,15 @@ type Server struct {
 	// identity (0 disables the limit).
 	RegisterRate  float64 `toml:"register_rate"`
 	RegisterBurst int     `toml:"register_burst"`
+	// StateDir is where nrid keeps what must survive its restarts: the
+	// plugins that were registered (the restart gate). Empty: nothing is
+	// kept, and there is no restart gate.
+	StateDir string `toml:"state_dir"`
+	// RestartGrace bounds the restart gate: after a restart nrid waits this
+	// long at most for the plugins that were registered before it to
+	// register again, before it attaches to the runtime (the bridge) and
+	// reports SERVING. 0 disables the gate.
+	RestartGrace Duration `toml:"restart_grace"`
 }
 
 // Runtime configures the runtime side.
@@ -187,6 +198,7 @@ func Default() *Config {
 			MaxConcurrentCalls:  16,
 			RegisterRate:        DefaultRegisterRate,
 			RegisterBurst:       DefaultRegisterBurst,
+			RestartGrace:        Duration(DefaultRestartGrace),
 		},
 		TCP:           TCP{ClientAuth: "require"},
 		Log:           Log{Level: "info", Format: "text"},
@@ -335,7 +347,7 @@ func decodeError(data []byte, source string, err error) error {
 var textKeys = []string{
 	"server.socket_mode", "server.socket_dir_mode", "server.plugin_socket_dir_mode",
 	"server.registration_timeout", "server.request_timeout", "server.max_timeout",
-	"server.shutdown_grace", "server.stop_timeout",
+	"server.shutdown_grace", "server.stop_timeout", "server.restart_grace",
 }
 
 func lastPart(key string) string {
@@ -388,6 +400,12 @@ func (c *Config) check(data []byte, source string, flags map[string]string) erro
 		if d.v <= 0 {
 			return fail(d.key, "must be a positive duration")
 		}
+	}
+	if s.RestartGrace < 0 {
+		return fail("server.restart_grace", "must not be negative (0 disables the restart gate)")
+	}
+	if s.StateDir != "" && !filepath.IsAbs(s.StateDir) {
+		return fail("server.state_dir", "%q is not an absolute path", s.StateDir)
 	}
 	if s.MaxMessageSize < 64<<10 {
 		return fail("server.max_message_size", "%d is below the minimum of 65536 bytes", s.MaxMessageSize)
