@@ -53,10 +53,14 @@ func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSa
 	return err
 }
 
-// checkRequired fails a creating event when a plugin the operator requires
-// is not registered.
+// checkRequired fails a creating event when a plugin the operator requires,
+// or one required until it registers again (RequireUntilRegistered), is not
+// registered.
 func (s *Server) checkRequired(ev *eventInfo, order []*slot) error {
 	req := s.opts.validator.RequiredPlugins
+	if a := s.awaited.Load(); a != nil && len(*a) > 0 {
+		req = append(slices.Clone(req), *a...)
+	}
 	if len(req) == 0 {
 		return nil
 	}

@@ -283,6 +283,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugi
 	s.applyAsync(p, updates, evictions)
 	s.log.Info("plugin registered", "plugin", p.full, "instance", p.instanceID, "identity", p.identity,
 		"kind", p.kind.String(), "events", fmt.Sprintf("0x%x", p.mask), "required", p.required())
+	s.arrived(p.full)
 	s.pluginsChanged()
 	return p, nil
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -51,7 +52,9 @@ type Server struct {
 	rtInfo   RuntimeInfo
 	attached chan struct{} // closed while a runtime is attached
 	changed  chan struct{} // closed (and replaced) when a plugin registers or unregisters
-	epoch    uint64        // state epoch: bumped by every runtime (re)attach
+
+	awaited  atomic.Pointer[[]string] // required until they register (RequireUntilRegistered)
+	epoch    uint64                   // state epoch: bumped by every runtime (re)attach
 	closing  bool
 	launched map[string]launchSlot // pre-launched plugins by endpoint path
 
@@ -161,6 +164,33 @@ func (s *Server) DetachRuntime(rt Runtime) {
 	case <-s.attached:
 		s.attached = make(chan struct{})
 	default:
+	}
+}
+
+// RequireUntilRegistered makes the plugins of names ("NN-name") required
+// until each of them registers: while one is absent, creating events fail
+// naming it, as for the operator's required plugins. Once it registers, its
+// own failure policy applies again. nrid uses it after a restart for the
+// plugins that were required before it and did not come back within the
+// restart gate's bound: their own failure policy ended with their
+// registration, and a restart must not let containers through without
+// them. A later call replaces the list.
+func (s *Server) RequireUntilRegistered(names []string) {
+	l := slices.Clone(names)
+	s.awaited.Store(&l)
+}
+
+// arrived drops full from the plugins required until they register.
+func (s *Server) arrived(full string) {
+	for {
+		cur := s.awaited.Load()
+		if cur == nil || !slices.Contains(*cur, full) {
+			return
+		}
+		next := slices.DeleteFunc(slices.Clone(*cur), func(n string) bool { return n == full })
+		if s.awaited.CompareAndSwap(cur, &next) {
+			return
+		}
 	}
 }
 

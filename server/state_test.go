@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -105,5 +106,31 @@ func TestUpdatesOfUnknownContainersFail(t *testing.T) {
 	u, e := h.rt.got()
 	if len(u) != 1 || u[0].GetContainerId() != ctr.Id || len(e) != 0 {
 		t.Errorf("the runtime got %v %v, want the known container's update only", u, e)
+	}
+}
+
+// TestRequireUntilRegistered: plugins required until they register fail
+// creating events while absent, naming them; once one registers, its own
+// failure policy applies again, also after it leaves.
+func TestRequireUntilRegistered(t *testing.T) {
+	h := newHarness(t)
+	h.srv.RequireUntilRegistered([]string{"10-back", "20-other"})
+	_, err := h.srv.CreateContainer(h.ctx(), fixture.CreateContainerRequest(1, 0))
+	if testplugin.Reason(err) != "DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE" || !strings.Contains(err.Error(), `["10-back" "20-other"]`) {
+		t.Fatalf("with both absent: %v", err)
+	}
+	p := h.plugin("10", "back", nil)
+	_, err = h.srv.CreateContainer(h.ctx(), fixture.CreateContainerRequest(1, 0))
+	if testplugin.Reason(err) != "DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE" || !strings.Contains(err.Error(), `["20-other"]`) {
+		t.Fatalf("with 10-back registered: %v", err)
+	}
+	h.plugin("20", "other", nil)
+	if _, err := h.srv.CreateContainer(h.ctx(), fixture.CreateContainerRequest(1, 0)); err != nil {
+		t.Fatalf("with both back: %v", err)
+	}
+	p.Stop()
+	<-p.SessionEnded()
+	if _, err := h.srv.CreateContainer(h.ctx(), fixture.CreateContainerRequest(1, 1)); err != nil {
+		t.Fatalf("10-back left again, under its own ignore policy: %v", err)
 	}
 }

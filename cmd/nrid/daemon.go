@@ -348,8 +348,9 @@ func (d *daemon) serve(ctx context.Context) error {
 					required = append(required, e.Plugin)
 				}
 			}
-			d.log.Warn("restart gate: bound passed without these plugins; going on under their failure policies",
+			d.log.Warn("restart gate: bound passed without these plugins; the ones that were required stay required until they are back",
 				"missing", gone, "were_required", required, "waited", time.Since(start).Round(time.Millisecond))
+			d.srv.RequireUntilRegistered(required)
 		} else {
 			d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
 		}

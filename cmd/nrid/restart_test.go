@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
@@ -61,8 +62,9 @@ func TestRestartGateWaitsForThePlugins(t *testing.T) {
 }
 
 // TestRestartGateIsBounded: a plugin that does not come back holds nrid
-// only for restart_grace; nrid then serves, and says whom it went on
-// without and which of them were required.
+// only for restart_grace; nrid then serves, says whom it went on without
+// and which of them were required, and keeps those required until they are
+// back: their own failure policy ended with their registration.
 func TestRestartGateIsBounded(t *testing.T) {
 	state := tempDir(t)
 	roster := `{"plugins":[{"plugin":"10-gone","required":true},{"plugin":"20-also-gone"}]}`
@@ -71,7 +73,17 @@ func TestRestartGateIsBounded(t *testing.T) {
 	}
 	n := startNrid(t, gateConfig(state, "100ms"))
 	n.logs.wait(t, reLog(`restart gate: bound passed without these plugins.* missing="\[10-gone 20-also-gone\]" were_required=\[10-gone\]`), n.done)
-	waitHealth(t, n.conn(t), healthpb.HealthCheckResponse_SERVING)
+	cc := n.conn(t)
+	waitHealth(t, cc, healthpb.HealthCheckResponse_SERVING)
+
+	// The plugin that was required stays required until it is back; the
+	// other one had the ignore policy.
+	_, err := createContainer(t, cc, 1)
+	wantCode(t, "CreateContainer without 10-gone", err, codes.Unavailable, `required plugins ["10-gone"] not present`)
+	registerOn(t, n, "10", "gone")
+	if _, err := createContainer(t, cc, 2); err != nil {
+		t.Fatalf("CreateContainer with 10-gone back: %v", err)
+	}
 }
 
 // TestRestartGateOff: without state_dir nothing is recorded and nrid serves
