@@ -24,6 +24,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // Dialing a plugin's endpoint.
@@ -202,7 +203,7 @@ func (s *Server) dialPlugin(endpoint string, id Identity) (conn, error) {
 func (s *Server) dialTCPPlugin(endpoint string, id Identity) (conn, error) {
 	if s.opts.pluginTLS == nil {
 		return nil, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
-			"endpoint: %s is a network address; this server dials TCP endpoints only with TLS configured (nrid: [tcp])", quote(endpoint))
+			"endpoint: %s is a network address; this server dials TCP endpoints only with TLS configured (nrid: [tcp])", untrusted.Quote(endpoint))
 	}
 	host, port, err := SplitTCPEndpoint(endpoint)
 	if err != nil {
@@ -281,7 +282,7 @@ func isNetworkEndpoint(endpoint string) bool {
 // an Authorizer that restricts TCP hosts should check what this returns.
 func SplitTCPEndpoint(endpoint string) (host, port string, err error) {
 	bad := func() (string, string, error) {
-		return "", "", fmt.Errorf("%s is not \"dns:///host:port\", \"tcp://host:port\" or \"host:port\"", quote(endpoint))
+		return "", "", fmt.Errorf("%s is not \"dns:///host:port\", \"tcp://host:port\" or \"host:port\"", untrusted.Quote(endpoint))
 	}
 	hostport := endpoint
 	for _, prefix := range []string{"dns:///", "tcp://"} {
@@ -295,16 +296,16 @@ func SplitTCPEndpoint(endpoint string) (host, port string, err error) {
 		return bad()
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-		return "", "", fmt.Errorf("%s: the port %s is not a number from 1 to 65535", quote(endpoint), quote(port))
+		return "", "", fmt.Errorf("%s: the port %s is not a number from 1 to 65535", untrusted.Quote(endpoint), untrusted.Quote(port))
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if ip.Unmap().IsUnspecified() {
-			return "", "", fmt.Errorf("%s: %s is the unspecified address, not a plugin's", quote(endpoint), host)
+			return "", "", fmt.Errorf("%s: %s is the unspecified address, not a plugin's", untrusted.Quote(endpoint), host)
 		}
 		return host, port, nil
 	}
 	if !validHostName(host) {
-		return "", "", fmt.Errorf("%s: %s is neither an IP address nor a host name", quote(endpoint), quote(host))
+		return "", "", fmt.Errorf("%s: %s is neither an IP address nor a host name", untrusted.Quote(endpoint), untrusted.Quote(host))
 	}
 	return host, port, nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -10,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // Limits on what a plugin sends at registration (docs/PROTOCOL.md §17).
@@ -26,18 +26,7 @@ const (
 	// MaxMessageLen bounds what nrid keeps or passes on of a message a
 	// plugin sent (a veto's reason, an error): longer ones are clipped.
 	MaxMessageLen = 1024
-	// quoteLen is how much of a bad value an error message quotes.
-	quoteLen = 64
 )
-
-// quote quotes at most the first quoteLen bytes of s for an error message,
-// saying how long s really was: bad input is never echoed whole.
-func quote(s string) string {
-	if len(s) <= quoteLen {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(cutUTF8(s, quoteLen)) + "... (" + strconv.Itoa(len(s)) + " bytes)"
-}
 
 // clip returns s as valid UTF-8 of at most MaxMessageLen bytes, marking a
 // cut: what a plugin says is logged, recorded and returned, never unbounded.
@@ -49,18 +38,7 @@ func clip(s string) string {
 	if len(s) <= MaxMessageLen {
 		return s
 	}
-	return cutUTF8(s, MaxMessageLen) + fmt.Sprintf("... (clipped, %d bytes)", len(s))
-}
-
-// cutUTF8 cuts s to at most n bytes without splitting a rune.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return untrusted.Cut(s, MaxMessageLen) + fmt.Sprintf("... (clipped, %d bytes)", len(s))
 }
 
 // checkText refuses a registration string that is too long or not UTF-8.

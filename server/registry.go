@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 	"github.com/nri-grpc/nri-grpc/internal/version"
 )
 
@@ -582,12 +583,12 @@ func checkIdentity(name, idx string) error {
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.+-", r)) {
 			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_NAME, "plugin_name",
-				"plugin_name: %s contains %q; allowed are [a-zA-Z0-9_.+-]", quote(name), r)
+				"plugin_name: %s contains %q; allowed are [a-zA-Z0-9_.+-]", untrusted.Quote(name), r)
 		}
 	}
 	if len(idx) != 2 || idx[0] < '0' || idx[0] > '9' || idx[1] < '0' || idx[1] > '9' {
 		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_INDEX, "plugin_idx",
-			"plugin_idx: %s must be exactly two ASCII digits", quote(idx))
+			"plugin_idx: %s must be exactly two ASCII digits", untrusted.Quote(idx))
 	}
 	return nil
 }

@@ -164,8 +164,8 @@ func (s *Server) admitAnswer(p *plugin, event nriv1beta1.Event, req, rsp proto.M
 	return nil
 }
 
-// fieldError is an error about one field of a message, such as the
-// policy's refusals.
+// fieldError is an error about one field of a message: the policy's
+// refusals, check's violations.
 type fieldError interface {
 	error
 	FieldPath() string
@@ -177,12 +177,8 @@ type fieldError interface {
 func refusedAnswer(code codes.Code, what string, err error) error {
 	msg := "response " + what + ": " + clip(err.Error())
 	field := ""
-	var ce *check.Error
 	var fe fieldError
-	switch {
-	case errors.As(err, &ce):
-		field = ce.Field
-	case errors.As(err, &fe):
+	if errors.As(err, &fe) {
 		field = fe.FieldPath()
 	}
 	st := status.New(code, msg)

@@ -334,26 +334,7 @@ func (d *daemon) serve(ctx context.Context) error {
 	d.log.Info("serving", attrs...)
 
 	if gated {
-		names := make([]string, len(gate))
-		for i, e := range gate {
-			names[i] = e.Plugin
-		}
-		d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", names, "bound", grace)
-		start := time.Now()
-		if missing := awaitPlugins(ctx, d.srv, gate, grace); len(missing) > 0 {
-			var gone, required []string
-			for _, e := range missing {
-				gone = append(gone, e.Plugin)
-				if e.Required {
-					required = append(required, e.Plugin)
-				}
-			}
-			d.log.Warn("restart gate: bound passed without these plugins; the ones that were required stay required until they are back",
-				"missing", gone, "were_required", required, "waited", time.Since(start).Round(time.Millisecond))
-			d.srv.RequireUntilRegistered(required)
-		} else {
-			d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
-		}
+		d.awaitRestart(ctx, gate, grace)
 	}
 	keepDone := make(chan struct{})
 	if ros != nil {

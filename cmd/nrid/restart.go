@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -30,6 +31,26 @@ type rosterEntry struct {
 	Plugin string `json:"plugin"`
 	// Required is the plugin's effective failure policy "fail".
 	Required bool `json:"required,omitempty"`
+}
+
+// rosterDoc is the file's content.
+type rosterDoc struct {
+	Plugins []rosterEntry `json:"plugins"`
+}
+
+// readyEntries lists the ready plugins of plugins, once each.
+func readyEntries(plugins []*nriv1beta1.PluginInfo) []rosterEntry {
+	out := []rosterEntry{}
+	for _, p := range plugins {
+		if p.GetState() != nriv1beta1.PluginState_PLUGIN_STATE_READY {
+			continue
+		}
+		e := rosterEntry{Plugin: p.GetPlugin().GetIndex() + "-" + p.GetPlugin().GetName(), Required: p.GetFailurePolicy().GetFailRequest()}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // roster keeps the list of registered plugins in server.state_dir, so
@@ -59,50 +80,24 @@ func (r *roster) load() ([]rosterEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out struct {
-		Plugins []rosterEntry `json:"plugins"`
+	data, err := io.ReadAll(io.LimitReader(f, maxRoster+1))
+	if err != nil {
+		return nil, err
 	}
-	dec := json.NewDecoder(&limitedReader{f, maxRoster})
-	if err := dec.Decode(&out); err != nil {
+	if len(data) > maxRoster {
+		return nil, fmt.Errorf("%s: larger than %d bytes", r.path, maxRoster)
+	}
+	var out rosterDoc
+	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.path, err)
 	}
 	return out.Plugins, nil
 }
 
-// limitedReader fails a read past n bytes instead of pretending EOF.
-type limitedReader struct {
-	f *os.File
-	n int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, errors.New("larger than 1 MiB")
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.f.Read(p)
-	l.n -= int64(n)
-	return n, err
-}
-
 // store writes the registered plugins atomically (a temporary file renamed
 // over the old one).
 func (r *roster) store(plugins []*nriv1beta1.PluginInfo) ([]string, error) {
-	var out struct {
-		Plugins []rosterEntry `json:"plugins"`
-	}
-	out.Plugins = []rosterEntry{}
-	for _, p := range plugins {
-		if p.GetState() != nriv1beta1.PluginState_PLUGIN_STATE_READY {
-			continue
-		}
-		e := rosterEntry{Plugin: p.GetPlugin().GetIndex() + "-" + p.GetPlugin().GetName(), Required: p.GetFailurePolicy().GetFailRequest()}
-		if !slices.Contains(out.Plugins, e) {
-			out.Plugins = append(out.Plugins, e)
-		}
-	}
+	out := rosterDoc{Plugins: readyEntries(plugins)}
 	names := make([]string, len(out.Plugins))
 	for i, e := range out.Plugins {
 		names[i] = e.Plugin
@@ -146,15 +141,10 @@ func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, g
 	defer timer.Stop()
 	for {
 		changed := srv.PluginsChanged()
-		ready := map[string]bool{}
-		for _, p := range srv.Plugins() {
-			if p.GetState() == nriv1beta1.PluginState_PLUGIN_STATE_READY {
-				ready[p.GetPlugin().GetIndex()+"-"+p.GetPlugin().GetName()] = true
-			}
-		}
+		ready := readyEntries(srv.Plugins())
 		var missing []rosterEntry
 		for _, e := range want {
-			if !ready[e.Plugin] {
+			if !slices.ContainsFunc(ready, func(r rosterEntry) bool { return r.Plugin == e.Plugin }) {
 				missing = append(missing, e)
 			}
 		}
@@ -168,5 +158,31 @@ func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, g
 			return missing
 		case <-changed:
 		}
+	}
+}
+
+// awaitRestart is the restart gate: it waits until the plugins of gate,
+// registered before the restart, are back or grace has passed. Those that
+// were required and did not come back stay required until they do.
+func (d *daemon) awaitRestart(ctx context.Context, gate []rosterEntry, grace time.Duration) {
+	names := make([]string, len(gate))
+	for i, e := range gate {
+		names[i] = e.Plugin
+	}
+	d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", names, "bound", grace)
+	start := time.Now()
+	if missing := awaitPlugins(ctx, d.srv, gate, grace); len(missing) > 0 {
+		var gone, required []string
+		for _, e := range missing {
+			gone = append(gone, e.Plugin)
+			if e.Required {
+				required = append(required, e.Plugin)
+			}
+		}
+		d.log.Warn("restart gate: bound passed without these plugins; the ones that were required stay required until they are back",
+			"missing", gone, "were_required", required, "waited", time.Since(start).Round(time.Millisecond))
+		d.srv.RequireUntilRegistered(required)
+	} else {
+		d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
 	}
 }

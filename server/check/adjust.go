@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // checkAdjustment checks the fields of an adjustment in field-number
@@ -119,7 +120,7 @@ func envEntry(kv *nriv1beta1.KeyValue) *Error {
 		return hasNUL(v).under("value")
 	}
 	if n := len(name) + 1 + len(v); n > MaxArgLen {
-		return fail(quote(name+"="+cutUTF8(v, quoteLen)) + `: the entry "NAME=value" is ` + itoa(n) +
+		return fail(untrusted.Quote(name+"="+untrusted.Cut(v, untrusted.QuoteLen)) + `: the entry "NAME=value" is ` + itoa(n) +
 			" bytes, longer than MAX_ARG_STRLEN - 1 (" + itoa(MaxArgLen) + "; execve(2) fails with E2BIG)").under("value")
 	}
 	return nil
@@ -133,7 +134,7 @@ func envName(name string) *Error {
 		return e
 	}
 	if strings.IndexByte(name, '=') >= 0 {
-		return fail(quote(name) + ` holds "=", which ends a variable name (environ(7))`)
+		return fail(untrusted.Quote(name) + ` holds "=", which ends a variable name (environ(7))`)
 	}
 	return nil
 }
@@ -204,11 +205,11 @@ func rlimits(ls []*nriv1beta1.POSIXRlimit) *Error {
 			continue
 		}
 		if !rlimitType(l.GetType()) {
-			return failAt("type", quote(l.GetType())+` is not a Linux rlimit type (runtime-spec config.md "POSIX process": getrlimit(2) types; runc's rlimitMap: RLIMIT_AS, CORE, CPU, DATA, FSIZE, LOCKS, MEMLOCK, MSGQUEUE, NICE, NOFILE, NPROC, RSS, RTPRIO, RTTIME, SIGPENDING, STACK)`).at("rlimits", i)
+			return failAt("type", untrusted.Quote(l.GetType())+` is not a Linux rlimit type (runtime-spec config.md "POSIX process": getrlimit(2) types; runc's rlimitMap: RLIMIT_AS, CORE, CPU, DATA, FSIZE, LOCKS, MEMLOCK, MSGQUEUE, NICE, NOFILE, NPROC, RSS, RTPRIO, RTTIME, SIGPENDING, STACK)`).at("rlimits", i)
 		}
 		for j, o := range ls[:i] {
 			if o != nil && o.GetType() == l.GetType() {
-				return failAt("type", quote(l.GetType())+" is already set by rlimits["+itoa(j)+`] (runtime-spec config.md "POSIX process": duplicated types are an error)`).at("rlimits", i)
+				return failAt("type", untrusted.Quote(l.GetType())+" is already set by rlimits["+itoa(j)+`] (runtime-spec config.md "POSIX process": duplicated types are an error)`).at("rlimits", i)
 			}
 		}
 		if l.GetSoft() > l.GetHard() {

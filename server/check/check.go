@@ -3,11 +3,11 @@ package check
 import (
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // Error is a value that breaks a rule.
@@ -23,6 +23,9 @@ type Error struct {
 
 // Error renders "Field: Rule".
 func (e *Error) Error() string { return e.Field + ": " + e.Rule }
+
+// FieldPath is Field: the server names it in the refusal's status details.
+func (e *Error) FieldPath() string { return e.Field }
 
 // under puts e below parent: parent + "." + e.Field, or parent + e.Field
 // when e.Field is an index or a key ("[...]"), or parent alone when e is
@@ -48,7 +51,7 @@ func (e *Error) at(list string, i int) *Error {
 // atKey puts e below the entry key of the map named m
 // (`sysctl["kernel.core_pattern"]`).
 func (e *Error) atKey(m, key string) *Error {
-	return e.under(m + "[" + quote(key) + "]")
+	return e.under(m + "[" + untrusted.Quote(key) + "]")
 }
 
 // fail returns a violation of the value itself, rule fixed.
@@ -193,27 +196,4 @@ func firstInMap[V any](name string, m map[string]V, entry func(key string, v V) 
 		}
 	}
 	return nil // not reached: entry is deterministic
-}
-
-// quoteLen is how much of a bad value an error quotes.
-const quoteLen = 64
-
-// quote quotes at most the first quoteLen bytes of s, saying how long s
-// really was: bad input is never echoed whole.
-func quote(s string) string {
-	if len(s) <= quoteLen {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(cutUTF8(s, quoteLen)) + "... (" + strconv.Itoa(len(s)) + " bytes)"
-}
-
-// cutUTF8 cuts s to at most n bytes without splitting a rune.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // checkLinux checks the Linux part of an adjustment in field-number order:
@@ -89,7 +90,7 @@ func device(d *nriv1beta1.LinuxDevice) *Error {
 	switch t {
 	case "c", "b", "u", "p":
 	default:
-		return failAt("type", quote(t)+` is not a device type: c, b, u or p (runtime-spec config-linux.md "Devices"; runc specconv stringToDeviceRune)`)
+		return failAt("type", untrusted.Quote(t)+` is not a device type: c, b, u or p (runtime-spec config-linux.md "Devices"; runc specconv stringToDeviceRune)`)
 	}
 	major, minor := d.GetMajor(), d.GetMinor()
 	if t == "p" {
@@ -154,7 +155,7 @@ func cgroupsPath(p string) *Error {
 		var elem string
 		elem, rest, _ = strings.Cut(rest, "/")
 		if elem == ".." {
-			return fail(quote(p) + ` has a ".." element: a cgroups path must stay below the cgroup root (runc cleans it as if rooted; other runtimes may not)`)
+			return fail(untrusted.Quote(p) + ` has a ".." element: a cgroups path must stay below the cgroup root (runc cleans it as if rooted; other runtimes may not)`)
 		}
 	}
 	return nil
@@ -194,7 +195,7 @@ func namespace(n *nriv1beta1.LinuxNamespace) *Error {
 	switch t {
 	case "pid", "network", "mount", "ipc", "uts", "user", "cgroup", "time":
 	default:
-		return failAt("type", quote(n.GetType())+` is not a namespace type: pid, network, mount, ipc, uts, user, cgroup or time, "-" before one to remove it (runtime-spec config-linux.md "Namespaces")`)
+		return failAt("type", untrusted.Quote(n.GetType())+` is not a namespace type: pid, network, mount, ipc, uts, user, cgroup or time, "-" before one to remove it (runtime-spec config-linux.md "Namespaces")`)
 	}
 	if marked {
 		return nil
@@ -213,7 +214,7 @@ func namespace(n *nriv1beta1.LinuxNamespace) *Error {
 func sysctlEntry(k, v string) *Error {
 	key, marked := unmark(k)
 	if r := sysctlKeyProblem(key); r != "" {
-		return fail(quote(key) + r)
+		return fail(untrusted.Quote(key) + r)
 	}
 	if marked {
 		return nil
@@ -229,14 +230,14 @@ func sysctlEntry(k, v string) *Error {
 func netDevice(k string, d *nriv1beta1.LinuxNetDevice) *Error {
 	host, marked := unmark(k)
 	if r := netDevNameProblem(host); r != "" {
-		return fail(quote(host) + r)
+		return fail(untrusted.Quote(host) + r)
 	}
 	if marked {
 		return nil
 	}
 	if n := d.GetName(); n != "" {
 		if r := netDevNameProblem(n); r != "" {
-			return failAt("name", quote(n)+r)
+			return failAt("name", untrusted.Quote(n)+r)
 		}
 	}
 	return nil
@@ -258,7 +259,7 @@ func rdt(r *nriv1beta1.LinuxRdt) *Error {
 			return e.at("schemata.value", i)
 		}
 		if strings.ContainsAny(line, "\n\r") {
-			return fail(quote(line)+` holds a line break (runtime-spec config-linux.md "IntelRdt": each schemata element is one line and must not contain newlines)`).at("schemata.value", i)
+			return fail(untrusted.Quote(line)+` holds a line break (runtime-spec config-linux.md "IntelRdt": each schemata element is one line and must not contain newlines)`).at("schemata.value", i)
 		}
 	}
 	return nil
@@ -273,7 +274,7 @@ func closID(c string) *Error {
 		return e
 	}
 	if c == "." || c == ".." || (len(c) > 1 && strings.IndexByte(c, '/') >= 0) {
-		return fail(quote(c) + ` is not a resctrl group name: "/" (the root), or one directory name other than "." and ".." (runc validate.intelrdtCheck)`)
+		return fail(untrusted.Quote(c) + ` is not a resctrl group name: "/" (the root), or one directory name other than "." and ".." (runc validate.intelrdtCheck)`)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // seccomp checks a seccomp policy against the runtime spec's enumerations
@@ -20,16 +21,16 @@ func seccomp(s *nriv1beta1.LinuxSeccomp) *Error {
 			return failAt("default_action", `must be set when there are syscall rules (runtime-spec config-linux.md "Seccomp": defaultAction is required; runc reads an empty policy as no seccomp)`)
 		}
 	} else if !seccompAction(a) {
-		return failAt("default_action", quote(a)+badAction)
+		return failAt("default_action", untrusted.Quote(a)+badAction)
 	}
 	for i, a := range s.GetArchitectures() {
 		if !seccompArch(a) {
-			return fail(quote(a)+` is not a seccomp architecture (runtime-spec config-linux.md "Seccomp": SCMP_ARCH_X86, SCMP_ARCH_X86_64, SCMP_ARCH_AARCH64, ...)`).at("architectures", i)
+			return fail(untrusted.Quote(a)+` is not a seccomp architecture (runtime-spec config-linux.md "Seccomp": SCMP_ARCH_X86, SCMP_ARCH_X86_64, SCMP_ARCH_AARCH64, ...)`).at("architectures", i)
 		}
 	}
 	for i, f := range s.GetFlags() {
 		if !seccompFlag(f) {
-			return fail(quote(f)+` is not a seccomp flag (runtime-spec config-linux.md "Seccomp": SECCOMP_FILTER_FLAG_TSYNC, _LOG, _SPEC_ALLOW or _WAIT_KILLABLE_RECV)`).at("flags", i)
+			return fail(untrusted.Quote(f)+` is not a seccomp flag (runtime-spec config-linux.md "Seccomp": SECCOMP_FILTER_FLAG_TSYNC, _LOG, _SPEC_ALLOW or _WAIT_KILLABLE_RECV)`).at("flags", i)
 		}
 	}
 	if p := s.GetListenerPath(); p != "" {
@@ -71,7 +72,7 @@ func syscallRule(sc *nriv1beta1.LinuxSyscall) *Error {
 		}
 	}
 	if a := sc.GetAction(); !seccompAction(a) {
-		return failAt("action", quote(a)+badAction)
+		return failAt("action", untrusted.Quote(a)+badAction)
 	}
 	for i, a := range sc.GetArgs() {
 		if a == nil {
@@ -83,7 +84,7 @@ func syscallRule(sc *nriv1beta1.LinuxSyscall) *Error {
 			return failAt("index", utoa(a.GetIndex())+" is outside 0..5 (a syscall has six arguments; libseccomp refuses higher indices)").at("args", i)
 		}
 		if !seccompOp(a.GetOp()) {
-			return failAt("op", quote(a.GetOp())+` is not a seccomp operator (runtime-spec config-linux.md "Seccomp": SCMP_CMP_NE, _LT, _LE, _EQ, _GE, _GT or _MASKED_EQ)`).at("args", i)
+			return failAt("op", untrusted.Quote(a.GetOp())+` is not a seccomp operator (runtime-spec config-linux.md "Seccomp": SCMP_CMP_NE, _LT, _LE, _EQ, _GE, _GT or _MASKED_EQ)`).at("args", i)
 		}
 	}
 	return nil
@@ -267,12 +268,12 @@ func memoryPolicy(p *nriv1beta1.LinuxMemoryPolicy) *Error {
 	nodes := p.GetNodes()
 	members, problem := nodeList(nodes)
 	if problem != "" {
-		return failAt("nodes", quote(nodes)+problem)
+		return failAt("nodes", untrusted.Quote(nodes)+problem)
 	}
 	switch mode {
 	case nriv1beta1.MpolMode_MPOL_MODE_DEFAULT, nriv1beta1.MpolMode_MPOL_MODE_LOCAL:
 		if members {
-			return failAt("nodes", quote(nodes)+` must be empty for MPOL_DEFAULT and MPOL_LOCAL (runtime-spec config-linux.md "Memory policy"; runc validate.memoryPolicy)`)
+			return failAt("nodes", untrusted.Quote(nodes)+` must be empty for MPOL_DEFAULT and MPOL_LOCAL (runtime-spec config-linux.md "Memory policy"; runc validate.memoryPolicy)`)
 		}
 	case nriv1beta1.MpolMode_MPOL_MODE_PREFERRED:
 		// Zero or more nodes (runc validate.memoryPolicy).

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // CPU bandwidth bounds of the kernel (kernel/sched/core.c
@@ -44,7 +45,7 @@ func checkResources(r *nriv1beta1.LinuxResources) *Error {
 			continue
 		}
 		if p := h.GetPageSize(); !pageSize(p) {
-			return failAt("page_size", quote(p)+` is not a huge page size "<size>KB|MB|GB|TB|PB" such as "2MB" or "1GB" (runtime-spec config-linux.md "Huge page limits"; the size names a hugetlb cgroup file)`).at("hugepage_limits", i)
+			return failAt("page_size", untrusted.Quote(p)+` is not a huge page size "<size>KB|MB|GB|TB|PB" such as "2MB" or "1GB" (runtime-spec config-linux.md "Huge page limits"; the size names a hugetlb cgroup file)`).at("hugepage_limits", i)
 		}
 	}
 	if c := r.GetBlockioClass(); c != nil {
@@ -135,12 +136,12 @@ func cpu(c *nriv1beta1.LinuxCPU) *Error {
 	}
 	if s := c.GetCpus(); s != "" {
 		if r := cpuList(s); r != "" {
-			return failAt("cpus", quote(s)+r)
+			return failAt("cpus", untrusted.Quote(s)+r)
 		}
 	}
 	if s := c.GetMems(); s != "" {
 		if r := cpuList(s); r != "" {
-			return failAt("mems", quote(s)+r)
+			return failAt("mems", untrusted.Quote(s)+r)
 		}
 	}
 	return nil
@@ -155,7 +156,7 @@ func rdtClass(c string) *Error {
 		return e
 	}
 	if c == "." || c == ".." {
-		return fail(quote(c) + ` is not an RDT class name (it would name a directory outside the resctrl groups)`)
+		return fail(untrusted.Quote(c) + ` is not an RDT class name (it would name a directory outside the resctrl groups)`)
 	}
 	return nil
 }
@@ -170,10 +171,10 @@ func unifiedEntry(k, v string) *Error {
 		return e
 	}
 	if strings.IndexByte(k, '/') >= 0 {
-		return fail(quote(k) + ` holds "/": a unified key is a file name of the cgroup directory (runc fs2 setUnified)`)
+		return fail(untrusted.Quote(k) + ` holds "/": a unified key is a file name of the cgroup directory (runc fs2 setUnified)`)
 	}
 	if dot := strings.IndexByte(k, '.'); dot <= 0 || dot == len(k)-1 {
-		return fail(quote(k) + ` is not of the form "<controller>.<file>", such as "memory.high" (runc fs2 setUnified; cgroup v2 interface file names)`)
+		return fail(untrusted.Quote(k) + ` is not of the form "<controller>.<file>", such as "memory.high" (runc fs2 setUnified; cgroup v2 interface file names)`)
 	}
 	return text(v, MaxValueLen, "MaxValueLen")
 }
@@ -188,7 +189,7 @@ func deviceRule(d *nriv1beta1.LinuxDeviceCgroup) *Error {
 	switch t := d.GetType(); t {
 	case "", "a", "c", "b":
 	default:
-		return failAt("type", quote(t)+` is not a device cgroup type: a, c or b, empty for all (runtime-spec config-linux.md "Allowed Device list"; runc stringToCgroupDeviceRune)`)
+		return failAt("type", untrusted.Quote(t)+` is not a device cgroup type: a, c or b, empty for all (runtime-spec config-linux.md "Allowed Device list"; runc stringToCgroupDeviceRune)`)
 	}
 	if e := ruleNumber("major", d.GetMajor()); e != nil {
 		return e
@@ -205,7 +206,7 @@ func deviceRule(d *nriv1beta1.LinuxDeviceCgroup) *Error {
 	}
 	for i := 0; i < len(a); i++ {
 		if c := a[i]; c != 'r' && c != 'w' && c != 'm' {
-			return failAt("access", quote(a)+` holds a letter other than r, w and m (runtime-spec config-linux.md "Allowed Device list"; runc's device filter refuses it)`)
+			return failAt("access", untrusted.Quote(a)+` holds a letter other than r, w and m (runtime-spec config-linux.md "Allowed Device list"; runc's device filter refuses it)`)
 		}
 	}
 	return nil

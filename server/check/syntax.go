@@ -2,6 +2,8 @@ package check
 
 import (
 	"strings"
+
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // The functions here check the syntax of values that a runtime or the
@@ -76,7 +78,7 @@ func cdiName(d string) *Error {
 	qualifier, name, ok := strings.Cut(d, "=")
 	vendor, class, ok2 := strings.Cut(qualifier, "/")
 	if !ok || !ok2 || !cdiVendorOrClass(vendor) || !cdiVendorOrClass(class) || !cdiDeviceName(name) {
-		return fail(quote(d) + ` is not a fully qualified CDI device name "vendor/class=name", such as "vendor.com/gpu=0" (CDI pkg/parser ParseQualifiedName)`)
+		return fail(untrusted.Quote(d) + ` is not a fully qualified CDI device name "vendor/class=name", such as "vendor.com/gpu=0" (CDI pkg/parser ParseQualifiedName)`)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package check
 import (
 	"strconv"
 	"strings"
+
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
 // Length bounds of strings. Each names the kernel or runtime limit it
@@ -59,11 +61,11 @@ func text(s string, n int, limit string) *Error {
 }
 
 func tooLong(s string, n int, limit string) *Error {
-	return fail(quote(s) + " is longer than " + strconv.Itoa(n) + " bytes (" + limit + ")")
+	return fail(untrusted.Quote(s) + " is longer than " + strconv.Itoa(n) + " bytes (" + limit + ")")
 }
 
 func hasNUL(s string) *Error {
-	return fail(quote(s) + " holds a NUL byte (a C runtime reads OCI spec strings as C strings, cut short by a NUL; runc refuses NULs in mount fields)")
+	return fail(untrusted.Quote(s) + " holds a NUL byte (a C runtime reads OCI spec strings as C strings, cut short by a NUL; runc refuses NULs in mount fields)")
 }
 
 // absPath checks a path that must be absolute: a bounded string, no NUL,
@@ -74,7 +76,7 @@ func absPath(p, what string) *Error {
 		return e
 	}
 	if !strings.HasPrefix(p, "/") {
-		return fail(quote(p) + " is not an absolute path (" + what + ")")
+		return fail(untrusted.Quote(p) + " is not an absolute path (" + what + ")")
 	}
 	return nil
 }
@@ -99,7 +101,7 @@ func containerID(id string) *Error {
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c <= ' ' || c > '~' {
-			return fail(quote(id) + " holds a byte that is not printable ASCII (container IDs are [A-Za-z0-9._-] in containerd, hexadecimal in CRI-O)")
+			return fail(untrusted.Quote(id) + " holds a byte that is not printable ASCII (container IDs are [A-Za-z0-9._-] in containerd, hexadecimal in CRI-O)")
 		}
 	}
 	return nil

@@ -71,16 +71,7 @@ func TestHungCallDelaysOnlyItsEvent(t *testing.T) {
 	bad := e.badPlugin(createOnly)
 	bad.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(10 * time.Minute)}
 	bad.FailurePolicy = &nriv1beta1.FailurePolicy{KeepConnected: true}
-	bad.Handle = func(ctx context.Context, method string, _ proto.Message) error {
-		if method != "CreateContainer" {
-			return nil
-		}
-		select {
-		case inCall <- struct{}{}:
-		default:
-		}
-		return hangUntil(ctx, release)
-	}
+	bad.Handle = hangCreate(inCall, func(ctx context.Context) error { return hangUntil(ctx, release) })
 	register(t, e.n, bad)
 	podA := e.pods(1)[0]
 	aDone := make(chan error, 1)
@@ -222,16 +213,7 @@ func TestCrashingPlugin(t *testing.T) {
 			conns := newConnTracker()
 			bad.ServerOptions = []grpc.ServerOption{grpc.Creds(conns)}
 			inCall := make(chan struct{}, 1)
-			bad.Handle = func(ctx context.Context, method string, _ proto.Message) error {
-				if method != "CreateContainer" {
-					return nil
-				}
-				select {
-				case inCall <- struct{}{}:
-				default:
-				}
-				return hang(ctx)
-			}
+			bad.Handle = hangCreate(inCall, hang)
 			register(t, e.n, bad)
 			done := e.goLoad(loadPods)
 			var runs []podRun

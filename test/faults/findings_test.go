@@ -1,12 +1,10 @@
 package faults_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
@@ -46,16 +44,7 @@ func TestHungCallDoesNotStallOtherPods(t *testing.T) {
 			bad := e.badPlugin(createOnly)
 			bad.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(time.Minute)}
 			bad.FailurePolicy = &nriv1beta1.FailurePolicy{KeepConnected: true}
-			bad.Handle = func(ctx context.Context, method string, _ proto.Message) error {
-				if method != "CreateContainer" {
-					return nil
-				}
-				select {
-				case inCall <- struct{}{}:
-				default:
-				}
-				return hang(ctx)
-			}
+			bad.Handle = hangCreate(inCall, hang)
 			register(t, e.n, bad)
 			pods := e.pods(3)
 			aDone := make(chan error, 1)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
@@ -120,6 +121,22 @@ func hangUntil(ctx context.Context, release <-chan struct{}) error {
 		return ctxStatus(ctx)
 	case <-release:
 		return errReleased
+	}
+}
+
+// hangCreate is a plugin Handle that answers every method at once but
+// CreateContainer, which it holds in wait; each held call is signalled on
+// inCall (without blocking: one pending signal is kept).
+func hangCreate(inCall chan<- struct{}, wait func(context.Context) error) func(context.Context, string, proto.Message) error {
+	return func(ctx context.Context, method string, _ proto.Message) error {
+		if method != "CreateContainer" {
+			return nil
+		}
+		select {
+		case inCall <- struct{}{}:
+		default:
+		}
+		return wait(ctx)
 	}
 }
 

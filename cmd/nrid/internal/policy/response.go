@@ -2,14 +2,13 @@ package policy
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 	"github.com/nri-grpc/nri-grpc/server/check"
 )
 
@@ -238,24 +237,11 @@ func checkSysctl(identity string, have Grant, path string, sysctl map[string]str
 	if need == 0 {
 		return nil
 	}
-	d := &Denied{Field: fmt.Sprintf("%s[%s]", path, quoteKey(refused)), Identity: identity, Grant: need}
+	d := &Denied{Field: fmt.Sprintf("%s[%s]", path, untrusted.Quote(refused)), Identity: identity, Grant: need}
 	if need == GrantHostSysctls {
 		d.Detail = "the kernel does not namespace this sysctl: it changes the host"
 	}
 	return d
-}
-
-// quoteKey quotes a map key for a field path, at most 64 bytes of it.
-func quoteKey(k string) string {
-	const n = 64
-	if len(k) <= n {
-		return strconv.Quote(k)
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(k[cut]) {
-		cut--
-	}
-	return strconv.Quote(k[:cut]) + fmt.Sprintf("... (%d bytes)", len(k))
 }
 
 // populated reports whether a message sets any field.
