@@ -2,11 +2,13 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
@@ -48,12 +50,14 @@ type RuntimeSide struct {
 	minBackoff time.Duration
 	maxBackoff time.Duration
 
-	mu      sync.Mutex
-	conn    *classicwire.Conn
-	timeout time.Duration
-	info    server.RuntimeInfo
-	relay   chan relayBatch
-	synced  chan struct{}
+	mu       sync.Mutex
+	conn     *classicwire.Conn
+	handlers *classicHandlers // conn's
+	timeout  time.Duration
+	info     server.RuntimeInfo
+	relay    chan relayBatch
+	synced   chan struct{}
+	handoff  handoff // handover.go
 }
 
 // RuntimeOption configures a RuntimeSide.
@@ -93,6 +97,7 @@ func NewRuntimeSide(srv *server.Server, opts ...RuntimeOption) *RuntimeSide {
 		maxBackoff: 5 * time.Second,
 		timeout:    DefaultRequestTimeout,
 		relay:      make(chan relayBatch, 256),
+		handoff:    handoff{resume: make(chan struct{}, 1)},
 		synced:     make(chan struct{}, 1),
 	}
 	for _, o := range opts {
@@ -113,21 +118,36 @@ func (r *RuntimeSide) Run(ctx context.Context) error {
 	go r.relayLoop(ctx)
 	backoff := r.minBackoff
 	for {
-		closed := make(chan struct{})
-		err := r.connect(ctx, closed)
+		closed, err := r.attach(ctx)
 		if err == nil {
 			backoff = r.minBackoff
+			r.mu.Lock()
+			mine := r.conn
+			r.mu.Unlock()
 			select {
 			case <-closed:
-				r.log.Warn("classic runtime connection lost; reconnecting", "socket", r.socket)
 			case <-ctx.Done():
 			}
+			if mine != nil && errors.Is(mine.Err(), classicwire.ErrDetached) {
+				// Handed over (Detach): another nrid has the connection
+				// now. It comes back only if the takeover failed (Resume).
+				select {
+				case <-r.handoff.resume:
+					continue
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			if ctx.Err() == nil {
+				r.log.Warn("classic runtime connection lost; reconnecting", "socket", r.socket)
+			}
 			r.mu.Lock()
-			c := r.conn
-			r.conn = nil
+			if r.conn == mine {
+				r.conn, r.handlers = nil, nil
+			}
 			r.mu.Unlock()
-			if c != nil {
-				_ = c.Close()
+			if mine != nil {
+				_ = mine.Close()
 			}
 			r.srv.DetachRuntime(r)
 		} else {
@@ -146,6 +166,16 @@ func (r *RuntimeSide) Run(ctx context.Context) error {
 	}
 }
 
+// attach connects to the runtime, or continues a connection handed over
+// (Adopt, Resume); the channel is closed when the connection ends.
+func (r *RuntimeSide) attach(ctx context.Context) (chan struct{}, error) {
+	if closed := r.takeAdopted(); closed != nil {
+		return closed, nil
+	}
+	closed := make(chan struct{})
+	return closed, r.connect(ctx, closed)
+}
+
 // connect dials the runtime, registers and waits until the runtime has
 // configured the bridge; closed is closed when the connection ends.
 func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
@@ -158,27 +188,38 @@ func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
 	c := classicwire.New(sock, h.serve,
 		classicwire.WithLogger(r.log.With("component", "bridge-runtime")),
 		classicwire.WithOnClose(func() { once.Do(func() { close(closed) }) }))
+	// The connection is known before the runtime can synchronize the
+	// bridge on it (after RegisterPlugin), for Detach.
+	r.mu.Lock()
+	r.conn, r.handlers = c, h
+	r.mu.Unlock()
+	fail := func(err error) error {
+		r.mu.Lock()
+		if r.conn == c {
+			r.conn, r.handlers = nil, nil
+		}
+		r.mu.Unlock()
+		_ = c.Close()
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultRegistrationTimeout)
 	defer cancel()
 	reg := &v1alpha1.RegisterPluginRequest{PluginName: r.name, PluginIdx: r.idx, NRIVersion: version.GetFromBuildInfo()}
 	if err := c.Call(ctx, "RegisterPlugin", reg, &v1alpha1.Empty{}); err != nil {
-		_ = c.Close()
-		return fmt.Errorf("registering with the classic runtime: %w", err)
+		return fail(fmt.Errorf("registering with the classic runtime: %w", err))
 	}
 	var timeout time.Duration
 	select {
 	case timeout = <-h.configured:
 	case <-c.Done():
-		return fmt.Errorf("classic runtime closed the connection before configuring the bridge: %w", c.Err())
+		return fail(fmt.Errorf("classic runtime closed the connection before configuring the bridge: %w", c.Err()))
 	case <-ctx.Done():
-		_ = c.Close()
-		return fmt.Errorf("classic runtime did not configure the bridge: %w", ctx.Err())
+		return fail(fmt.Errorf("classic runtime did not configure the bridge: %w", ctx.Err()))
 	}
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
 	r.mu.Lock()
-	r.conn = c
 	r.timeout = timeout
 	r.mu.Unlock()
 	r.log.Info("attached to classic runtime", "socket", r.socket, "plugin", r.idx+"-"+r.name, "request_timeout", timeout)
@@ -239,6 +280,13 @@ func (r *RuntimeSide) relayLoop(ctx context.Context) {
 		select {
 		case b := <-r.relay:
 			r.mu.Lock()
+			if r.handoff.paused {
+				// The connection is being handed over: the batch goes
+				// with it (Detach) or waits for its return.
+				r.handoff.parked = append(r.handoff.parked, b)
+				r.mu.Unlock()
+				continue
+			}
 			c, timeout := r.conn, r.timeout
 			r.mu.Unlock()
 			if c == nil {
@@ -268,16 +316,24 @@ type classicHandlers struct {
 	// syncPods and syncCtrs collect the pages of a paged Synchronize.
 	syncPods []*nriv1beta1.PodSandbox
 	syncCtrs []*nriv1beta1.Container
+	// verdicts are nri-grpc's verdicts on created containers, for the
+	// runtime's validation (validate.go).
+	verdicts verdicts
+	// synchronized is set once the runtime synchronized the bridge on this
+	// connection: only then may it be handed over.
+	synchronized atomic.Bool
 }
 
 // lifecycleEvents is every event but validation.
 const lifecycleEvents = v1alpha1.EventMask(1<<13 - 1)
 
-func (h *classicHandlers) Configure(_ context.Context, _, runtime, version string) (v1alpha1.EventMask, error) {
+// Configure subscribes to every lifecycle event, and to validation when
+// rejections are to be relayed through it (validate.go).
+func (h *classicHandlers) Configure(_ context.Context, _, runtime, version, nriVersion string) (v1alpha1.EventMask, error) {
 	h.r.mu.Lock()
 	h.r.info = server.RuntimeInfo{Name: runtime, Version: version}
 	h.r.mu.Unlock()
-	return lifecycleEvents, nil
+	return lifecycleEvents | h.validationEvents(runtime, nriVersion), nil
 }
 
 // Synchronize hands the runtime's state to the server and answers at once:
@@ -290,6 +346,7 @@ func (h *classicHandlers) Synchronize(ctx context.Context, pods []*nriv1beta1.Po
 	if err := h.r.srv.SetRuntime(ctx, info, h.r, pods, ctrs); err != nil {
 		return err
 	}
+	h.synchronized.Store(true)
 	select {
 	case h.r.synced <- struct{}{}:
 	default:
@@ -352,10 +409,15 @@ func (h *classicHandlers) UpdatePodSandbox(ctx context.Context, pod *v1alpha1.Po
 }
 
 // createContainer answers as one plugin: the server's merged adjustment
-// and one update per other container.
+// and one update per other container. A validator's rejection is answered
+// with nothing, and given at the runtime's validation, where the runtime
+// validates with the bridge (validate.go).
 func (h *classicHandlers) createContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) ([]byte, error) {
 	rsp, err := h.r.srv.CreateContainer(ctx, req)
 	if err != nil {
+		if h.verdicts.deferRejection(req.GetContainer().GetId(), err) {
+			return nil, nil
+		}
 		return nil, err
 	}
 	if len(rsp.GetEvict()) > 0 {
@@ -370,6 +432,7 @@ func (h *classicHandlers) createContainer(ctx context.Context, req *nriv1beta1.C
 	if out.Update, err = alphaUpdates(rsp.GetUpdate()); err != nil {
 		return nil, err
 	}
+	h.verdicts.accepted(req.GetContainer().GetId())
 	return out.MarshalVT()
 }
 

@@ -75,7 +75,7 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 		if err := decode(method, payload, req); err != nil {
 			return nil, err
 		}
-		events, err := h.Configure(ctx, req.GetConfig(), req.GetRuntimeName(), req.GetRuntimeVersion())
+		events, err := h.Configure(ctx, req.GetConfig(), req.GetRuntimeName(), req.GetRuntimeVersion(), req.GetNRIVersion())
 		if err != nil {
 			return nil, err
 		}
@@ -111,6 +111,8 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 			return nil, err
 		}
 		return nil, h.UpdatePodSandbox(ctx, req.GetPod(), req.GetOverheadLinuxResources(), req.GetLinuxResources())
+	case "ValidateContainerAdjustment":
+		return h.validateContainerAdjustment(payload)
 	case "UpdateContainer":
 		req := &v1alpha1.UpdateContainerRequest{}
 		if err := decode(method, payload, req); err != nil {

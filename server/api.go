@@ -190,6 +190,22 @@ func mergeError(ev *eventInfo, p *plugin, err error) error {
 		"%s: %v", ev.name, err)
 }
 
+// Validates reports whether creations are validated now: a knob of the
+// default validator is set, or a registered (or registering) plugin
+// subscribes to ValidateContainerAdjustment. The bridge asks it when a
+// classic runtime configures it (docs/bridge.md).
+func (s *Server) Validates() bool {
+	if s.validator.Enabled() {
+		return true
+	}
+	for _, sl := range *s.order.Load() {
+		if sl.subscribed(evValidate.mask()) {
+			return true
+		}
+	}
+	return false
+}
+
 // mayValidate reports whether a creation may need validation: a plugin
 // subscribed to it, a default-validator knob, or a required-plugins pod
 // annotation. Without it no pristine copy of the container is kept.
@@ -333,7 +349,7 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 			continue
 		}
 		if r.rsp.GetReject() {
-			reason := r.rsp.GetReason()
+			reason := clip(r.rsp.GetReason())
 			if reason == "" {
 				reason = "unknown rejection reason"
 			}

@@ -43,6 +43,7 @@ func lastRemote(order []*slot, mask uint32) int {
 // recorded.
 func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
 	run func(fl *flight) error) error {
+	s.awaitHeld(ctx)
 	fl := s.flights.begin(&s.order)
 	defer s.flights.end(fl)
 	unlock := s.pods.lock(pod.GetId())

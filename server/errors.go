@@ -81,6 +81,12 @@ func invalid(field, format string, args ...any) error {
 	return st.Err()
 }
 
+// OutcomeOf returns the DispatchOutcome recorded in an error of the
+// runtime-facing entry points (CreateContainer, ...): OK for nil,
+// DISPATCH_OUTCOME_REJECTED when a validator rejected the result, and so on;
+// DISPATCH_OUTCOME_ERROR for an error that records none.
+func OutcomeOf(err error) nriv1beta1.DispatchOutcome { return outcomeOf(err) }
+
 // outcomeOf returns the DispatchOutcome recorded in a dispatch error.
 func outcomeOf(err error) nriv1beta1.DispatchOutcome {
 	if err == nil {

@@ -50,6 +50,7 @@ type runtimeService struct {
 // RegisterPlugin runs a registration session.
 func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, stream grpc.ServerStreamingServer[nriv1beta1.RegisterPluginResponse]) error {
 	ctx := stream.Context()
+	session := watchSession(ctx)
 	s := r.s
 	id, ok := IdentityFromContext(ctx)
 	if !ok {
@@ -95,7 +96,7 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 	}
 	select {
 	case <-ctx.Done():
-		p.close(errors.New("the plugin ended its registration session"))
+		p.close(session.endReason(ctx))
 		return status.FromContextError(ctx.Err()).Err()
 	case <-p.closed:
 		var se *shutdownError

@@ -54,6 +54,8 @@ type Server struct {
 	changed  chan struct{} // closed (and replaced) when a plugin registers or unregisters
 
 	awaited  atomic.Pointer[[]string] // required until they register (RequireUntilRegistered)
+	held     atomic.Pointer[hold]     // plugins events wait for (HoldEvents)
+	holding  atomic.Int32             // events waiting for them
 	epoch    uint64                   // state epoch: bumped by every runtime (re)attach
 	closing  bool
 	launched map[string]launchSlot // pre-launched plugins by endpoint path

@@ -28,6 +28,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
+	"github.com/nri-grpc/nri-grpc/internal/handover"
 	"github.com/nri-grpc/nri-grpc/internal/metrics"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
@@ -52,6 +53,9 @@ type daemon struct {
 	unix     *grpc.Server
 	tcp      *grpc.Server // nil without tcp.address
 	tlsConf  *tls.Config
+
+	takeover bool                // --takeover: take over from a running nrid
+	rs       *bridge.RuntimeSide // the bridge's runtime side, if configured
 }
 
 // newDaemon builds everything that can fail before anything listens: the
@@ -214,7 +218,7 @@ func (l *listeners) close() {
 }
 
 // listen prepares the directories and opens every listener, or none.
-func (d *daemon) listen() (_ *listeners, err error) {
+func (d *daemon) listen(in *inherited) (_ *listeners, err error) {
 	s := d.cfg.Server
 	l := &listeners{}
 	defer func() {
@@ -234,34 +238,80 @@ func (d *daemon) listen() (_ *listeners, err error) {
 			return nil, fmt.Errorf("server.socket_group: %w", err)
 		}
 	}
-	if l.unix, err = sockets.Listen(s.Socket, lo); err != nil {
+	// Listeners a takeover handed over are used as they are.
+	unixOf := func(name, addr string) (*net.UnixListener, error) {
+		il, err := in.listener(name, addr)
+		if il == nil || err != nil {
+			return nil, err
+		}
+		ul := il.(*net.UnixListener)
+		ul.SetUnlinkOnClose(true) // this nrid's now: a stop removes it
+		return ul, nil
+	}
+	if l.unix, err = unixOf("unix", s.Socket); err != nil {
 		return nil, err
 	}
+	if l.unix == nil {
+		if l.unix, err = sockets.Listen(s.Socket, lo); err != nil {
+			return nil, err
+		}
+	}
 	if d.tcp != nil {
-		if l.tcp, err = net.Listen("tcp", d.cfg.TCP.Address); err != nil {
-			return nil, fmt.Errorf("tcp.address: %w", err)
+		if l.tcp, err = in.listener("tcp", d.cfg.TCP.Address); err != nil {
+			return nil, err
+		}
+		if l.tcp == nil {
+			if l.tcp, err = net.Listen("tcp", d.cfg.TCP.Address); err != nil {
+				return nil, fmt.Errorf("tcp.address: %w", err)
+			}
 		}
 	}
 	if d.mx != nil {
-		if l.metrics, err = net.Listen("tcp", d.cfg.Observability.MetricsAddress); err != nil {
-			return nil, fmt.Errorf("observability.metrics_address: %w", err)
+		if l.metrics, err = in.listener("metrics", d.cfg.Observability.MetricsAddress); err != nil {
+			return nil, err
+		}
+		if l.metrics == nil {
+			if l.metrics, err = net.Listen("tcp", d.cfg.Observability.MetricsAddress); err != nil {
+				return nil, fmt.Errorf("observability.metrics_address: %w", err)
+			}
 		}
 	}
 	if p := d.cfg.Bridge.PluginSocket; p != "" {
+		if l.classic, err = unixOf("classic", p); err != nil {
+			return nil, err
+		}
 		// Classic plugins authenticate by the socket's mode only (classic
 		// NRI has no other means), as on the runtime's own socket.
-		if l.classic, err = sockets.Listen(p, sockets.ListenOptions{Mode: 0o600, GID: -1}); err != nil {
-			return nil, fmt.Errorf("bridge.plugin_socket: %w", err)
+		if l.classic == nil {
+			if l.classic, err = sockets.Listen(p, sockets.ListenOptions{Mode: 0o600, GID: -1}); err != nil {
+				return nil, fmt.Errorf("bridge.plugin_socket: %w", err)
+			}
 		}
 	}
 	return l, nil
 }
 
 // serve listens, serves until ctx is done or a listener fails, and stops
-// gracefully.
+// gracefully. With --takeover it first takes the sockets and the runtime
+// connection of the running nrid, if there is one (takeover.go); and it
+// hands its own over when a new nrid asks.
 func (d *daemon) serve(ctx context.Context) error {
-	l, err := d.listen()
+	// serveCtx ends with the signal, a failed listener or a takeover.
+	ctx, endServe := context.WithCancel(ctx)
+	defer endServe()
+	var in *inherited
+	if d.takeover {
+		var err error
+		if in, err = d.takeOver(ctx); err != nil {
+			_ = d.tracer.Shutdown(context.Background())
+			return err
+		}
+	}
+	l, err := d.listen(in)
 	if err != nil {
+		if in != nil {
+			in.taken.Refuse(err)
+		}
 		_ = d.tracer.Shutdown(context.Background())
 		return err
 	}
@@ -285,7 +335,8 @@ func (d *daemon) serve(ctx context.Context) error {
 
 	// The restart gate: the plugins registered before a restart get
 	// restart_grace to register again before nrid attaches to the runtime
-	// and reports SERVING.
+	// and reports SERVING. After a takeover the runtime stays attached and
+	// its events wait for them instead (server.HoldEvents).
 	var (
 		ros  *roster
 		gate []rosterEntry
@@ -312,17 +363,70 @@ func (d *daemon) serve(ctx context.Context) error {
 	if d.cfg.Launch.PluginDir != "" || d.cfg.Bridge.ClassicPluginDir != "" {
 		sup = supervisor.New(supervisor.WithLogger(d.log))
 	}
-	if dir := d.cfg.Launch.PluginDir; dir != "" {
-		if err := d.srv.Launch(ctx, sup, server.LaunchConfig{
-			PluginDir: dir, ConfigDir: d.cfg.Launch.ConfigDir, ServerAddress: sockets.Target(d.cfg.Server.Socket),
-		}); err != nil {
-			d.log.Warn("launching plugins", "dir", dir, "error", err)
-		}
-	}
 	bridgeCtx, stopBridgeCtx := context.WithCancel(ctx)
 	var bridges sync.WaitGroup
 	stopBridge := func() { stopBridgeCtx(); bridges.Wait() }
-	d.startBridgePlugins(bridgeCtx, &bridges, l, sup)
+	ps := d.startBridgePlugins(bridgeCtx, &bridges, l)
+	d.rs = d.newBridgeRuntime()
+
+	// Taking over: the runtime connection continues here; the old nrid
+	// stops once told, and its plugins register here again.
+	oldGone := make(chan struct{})
+	heldDone := make(chan struct{}) // the takeover's hold is over
+	if in != nil {
+		// Events wait for the old nrid's plugins from the first one read.
+		if gated {
+			d.srv.HoldEvents(rosterNames(gate), time.Now().Add(grace))
+		}
+		adopted, err := d.adoptRuntime(ctx, in, d.rs)
+		if err != nil {
+			d.srv.HoldEvents(nil, time.Time{})
+			in.taken.Refuse(err)
+			stopBridge()
+			d.stop(sup)
+			stopMetrics()
+			<-metricsDone
+			return fmt.Errorf("takeover: %w", err)
+		}
+		in.taken.Close() // descriptors not used
+		gone, err := in.taken.Accept()
+		if err != nil {
+			d.log.Error("takeover: telling the old nrid", "error", err)
+			close(oldGone)
+		} else {
+			go func() { <-gone; close(oldGone) }()
+		}
+		d.log.Info("takeover: took over from the running nrid", "runtime_connection", adopted)
+		switch {
+		case !adopted:
+			// Nothing to hold events on: the gate as after a restart.
+			d.srv.HoldEvents(nil, time.Time{})
+			close(heldDone)
+		case gated:
+			gated = false
+			go func() {
+				defer close(heldDone)
+				d.awaitRestart(ctx, gate, grace)
+			}()
+		default:
+			close(heldDone)
+		}
+	} else {
+		close(oldGone)
+		close(heldDone)
+	}
+
+	// The old nrid's launched plugins stop before this one launches its own.
+	launchDone := make(chan struct{})
+	go func() {
+		defer close(launchDone)
+		select {
+		case <-oldGone:
+		case <-ctx.Done():
+			return
+		}
+		d.launch(ctx, sup, ps)
+	}()
 
 	attrs := []any{"socket", d.cfg.Server.Socket, "version", version.Server(), "runtime_required", d.cfg.Runtime.Required}
 	if d.tcp != nil {
@@ -338,7 +442,16 @@ func (d *daemon) serve(ctx context.Context) error {
 	}
 	keepDone := make(chan struct{})
 	if ros != nil {
-		go ros.keep(watchCtx, d.srv, keepDone)
+		// After a takeover, the roster is the old nrid's until its plugins
+		// are back or the bound passed.
+		go func() {
+			select {
+			case <-heldDone:
+				ros.keep(watchCtx, d.srv, keepDone)
+			case <-watchCtx.Done():
+				close(keepDone)
+			}
+		}()
 	} else {
 		close(keepDone)
 	}
@@ -347,64 +460,140 @@ func (d *daemon) serve(ctx context.Context) error {
 	} else {
 		d.setHealth(healthpb.HealthCheckResponse_SERVING)
 	}
-	d.startBridgeRuntime(bridgeCtx, &bridges)
+	if d.rs != nil {
+		bridges.Go(func() { _ = d.rs.Run(bridgeCtx) })
+		d.log.Info("bridge runtime side enabled", "runtime_socket", d.cfg.Bridge.RuntimeSocket)
+	}
+
+	// The handover socket, for the next takeover: once the old nrid is
+	// gone (its own socket file goes with it).
+	var (
+		hs      *handoverServer
+		takenBy *net.UnixConn
+	)
+	hsReady := make(chan *handoverServer, 1)
+	go func() {
+		select {
+		case <-oldGone:
+		case <-ctx.Done():
+			hsReady <- nil
+			return
+		}
+		h, err := d.listenHandover(l)
+		if err != nil {
+			d.log.Warn("no takeover possible", "error", err)
+		} else if h != nil {
+			go h.serve(ctx)
+		}
+		hsReady <- h
+	}()
 
 	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
-		d.log.Error("a listener failed; stopping", "error", serveErr)
+	var taken <-chan *net.UnixConn
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			waiting = false
+		case serveErr = <-errc:
+			d.log.Error("a listener failed; stopping", "error", serveErr)
+			waiting = false
+		case hs = <-hsReady:
+			hsReady = nil
+			if hs != nil {
+				taken = hs.taken
+			}
+		case takenBy = <-taken:
+			waiting = false
+		}
+	}
+	endServe()
+	if hs != nil {
+		_ = hs.lis.Close()
+	}
+	if takenBy != nil {
+		// The new nrid serves the sockets now: they stay where they are.
+		l.unix.SetUnlinkOnClose(false)
+		if l.classic != nil {
+			l.classic.SetUnlinkOnClose(false)
+		}
 	}
 	stopWatch()
 	<-keepDone // the roster stays the set from before the stop
 	stopBridge()
+	<-launchDone
 	d.stop(sup)
 	stopMetrics() // last: the metrics of the stop are still served
 	<-metricsDone
+	if takenBy != nil {
+		handover.Bye(takenBy)
+	}
 	return serveErr
 }
 
-// startBridgeRuntime starts the runtime side of the ttrpc bridge, if
-// configured: after the restart gate, so that the runtime sees nrid (its
-// plugin 00-nri-grpc) only once the plugins are back.
-func (d *daemon) startBridgeRuntime(ctx context.Context, wg *sync.WaitGroup) {
-	b := d.cfg.Bridge
-	if b.RuntimeSocket != "" {
-		name, idx := b.PluginName, b.PluginIndex
-		if name == "" {
-			name = bridge.DefaultPluginName
+// rosterNames are the plugins of entries.
+func rosterNames(entries []rosterEntry) []string {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Plugin
+	}
+	return names
+}
+
+// launch starts the plugins nrid launches itself (launch.plugin_dir) and
+// the classic ones of bridge.classic_plugin_dir.
+func (d *daemon) launch(ctx context.Context, sup *supervisor.Supervisor, ps *bridge.PluginSide) {
+	if dir := d.cfg.Launch.PluginDir; dir != "" {
+		if err := d.srv.Launch(ctx, sup, server.LaunchConfig{
+			PluginDir: dir, ConfigDir: d.cfg.Launch.ConfigDir, ServerAddress: sockets.Target(d.cfg.Server.Socket),
+		}); err != nil {
+			d.log.Warn("launching plugins", "dir", dir, "error", err)
 		}
-		if idx == "" {
-			idx = bridge.DefaultPluginIndex
+	}
+	if dir := d.cfg.Bridge.ClassicPluginDir; dir != "" && ps != nil {
+		if err := ps.Launch(ctx, sup, dir, d.cfg.Bridge.ClassicConfigDir); err != nil {
+			d.log.Warn("launching classic plugins", "dir", dir, "error", err)
 		}
-		rs := bridge.NewRuntimeSide(d.srv, bridge.WithRuntimeSocket(b.RuntimeSocket), bridge.WithPluginIdentity(name, idx),
-			bridge.WithRuntimeLogger(d.log.With("component", "bridge-runtime")))
-		wg.Go(func() { _ = rs.Run(ctx) })
-		d.log.Info("bridge runtime side enabled", "runtime_socket", b.RuntimeSocket, "plugin", idx+"-"+name)
 	}
 }
 
-// startBridgePlugins starts the plugin side of the ttrpc bridge (the
-// classic plugin socket, the classic plugins to launch), if configured.
-func (d *daemon) startBridgePlugins(ctx context.Context, wg *sync.WaitGroup, l *listeners, sup *supervisor.Supervisor) {
+// newBridgeRuntime creates the runtime side of the ttrpc bridge, if
+// configured; it runs after the restart gate, so that the runtime sees
+// nrid (its plugin 00-nri-grpc) only once the plugins are back.
+func (d *daemon) newBridgeRuntime() *bridge.RuntimeSide {
 	b := d.cfg.Bridge
-	if l.classic != nil || b.ClassicPluginDir != "" {
-		ps := bridge.NewPluginSide(d.srv, bridge.WithPluginLogger(d.log.With("component", "bridge-plugins")),
-			bridge.WithRegistrationTimeout(d.cfg.Server.RegistrationTimeout.D()))
-		if l.classic != nil {
-			wg.Go(func() {
-				if err := ps.Serve(ctx, l.classic); err != nil {
-					d.log.Error("classic plugin socket", "error", err)
-				}
-			})
-			d.log.Info("bridge plugin side enabled", "plugin_socket", b.PluginSocket)
-		}
-		if dir := b.ClassicPluginDir; dir != "" {
-			if err := ps.Launch(ctx, sup, dir, b.ClassicConfigDir); err != nil {
-				d.log.Warn("launching classic plugins", "dir", dir, "error", err)
-			}
-		}
+	if b.RuntimeSocket == "" {
+		return nil
 	}
+	name, idx := b.PluginName, b.PluginIndex
+	if name == "" {
+		name = bridge.DefaultPluginName
+	}
+	if idx == "" {
+		idx = bridge.DefaultPluginIndex
+	}
+	return bridge.NewRuntimeSide(d.srv, bridge.WithRuntimeSocket(b.RuntimeSocket), bridge.WithPluginIdentity(name, idx),
+		bridge.WithRuntimeLogger(d.log.With("component", "bridge-runtime")))
+}
+
+// startBridgePlugins starts the plugin side of the ttrpc bridge (the
+// classic plugin socket), if configured, and returns it for launching the
+// classic plugins of bridge.classic_plugin_dir (launch).
+func (d *daemon) startBridgePlugins(ctx context.Context, wg *sync.WaitGroup, l *listeners) *bridge.PluginSide {
+	b := d.cfg.Bridge
+	if l.classic == nil && b.ClassicPluginDir == "" {
+		return nil
+	}
+	ps := bridge.NewPluginSide(d.srv, bridge.WithPluginLogger(d.log.With("component", "bridge-plugins")),
+		bridge.WithRegistrationTimeout(d.cfg.Server.RegistrationTimeout.D()))
+	if l.classic != nil {
+		wg.Go(func() {
+			if err := ps.Serve(ctx, l.classic); err != nil {
+				d.log.Error("classic plugin socket", "error", err)
+			}
+		})
+		d.log.Info("bridge plugin side enabled", "plugin_socket", b.PluginSocket)
+	}
+	return ps
 }
 
 func serveGRPC(g *grpc.Server, l net.Listener) error {

@@ -140,7 +140,14 @@ func tempDir(t *testing.T) string {
 // directory, and returns once it serves.
 func startNrid(t *testing.T, cfg string, args ...string) *nrid {
 	t.Helper()
-	n := &nrid{dir: tempDir(t), logs: newLogBuffer(), done: make(chan error, 1)}
+	return startNridAt(t, tempDir(t), cfg, args...)
+}
+
+// startNridAt is startNrid in dir: two nrids started in the same
+// directory share their sockets and configuration (a takeover).
+func startNridAt(t *testing.T, dir, cfg string, args ...string) *nrid {
+	t.Helper()
+	n := &nrid{dir: dir, logs: newLogBuffer(), done: make(chan error, 1)}
 	n.sock = filepath.Join(n.dir, "nrid.sock")
 	n.plugins = filepath.Join(n.dir, "plugins")
 	all := []string{"--socket", n.sock, "--plugin-socket-dir", n.plugins, "--log-level", "debug"}

@@ -10,11 +10,14 @@
 //
 //	nrid [--config FILE] [--check] [--socket PATH] [--plugin-socket-dir DIR]
 //	     [--tcp-address ADDR] [--log-level LEVEL] [--node-name NAME]
-//	     [--runtime-required] [--version]
+//	     [--runtime-required] [--takeover] [--version]
 //
 // Every configuration key is documented in deploy/nrid.toml. On SIGTERM or
 // SIGINT nrid stops gracefully: plugins get Shutdown("server stopping"),
-// calls in flight may finish within server.stop_timeout.
+// calls in flight may finish within server.stop_timeout. Started with
+// --takeover while another nrid runs with the same server.state_dir, nrid
+// takes over its sockets and its connection to the runtime, and the old one
+// stops: an upgrade without downtime (docs/operations.md).
 package main
 
 import (
@@ -56,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "configuration file (TOML, see deploy/nrid.toml); none: the defaults")
 	check := fs.Bool("check", false, "check the configuration and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	takeover := fs.Bool("takeover", false, "take over the sockets and the runtime connection of the nrid running with the same server.state_dir, if any (an upgrade without downtime); start afresh if none runs")
 	var o config.Overrides
 	str := func(name, usage string, dst **string) {
 		fs.Func(name, usage, func(v string) error { *dst = &v; return nil })
@@ -95,5 +99,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	d.takeover = *takeover
 	return d.serve(ctx)
 }

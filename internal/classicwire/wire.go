@@ -29,6 +29,7 @@ package classicwire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -36,7 +37,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/ttrpc"
@@ -85,6 +88,11 @@ type Conn struct {
 	onClose func()
 
 	wmu sync.Mutex // serializes writes to trunk
+	rs  readState  // the reader's, and Detach's once the reader stopped
+
+	detaching atomic.Bool   // Detach is stopping the reader
+	detached  chan []byte   // the reader's pending bytes, once it stopped for Detach
+	drained   chan struct{} // closed when the last pending call ends during Detach
 
 	mu     sync.Mutex
 	nextID uint32
@@ -108,6 +116,12 @@ func WithOnClose(f func()) Option { return func(c *Conn) { c.onClose = f } }
 // New serves the runtime's calls on trunk with h and starts reading; the
 // connection lives until Close or the first read or write error.
 func New(trunk net.Conn, h Handler, opts ...Option) *Conn {
+	c := newConn(trunk, h, opts)
+	go c.read()
+	return c
+}
+
+func newConn(trunk net.Conn, h Handler, opts []Option) *Conn {
 	c := &Conn{
 		trunk:   trunk,
 		handler: h,
@@ -119,7 +133,7 @@ func New(trunk net.Conn, h Handler, opts ...Option) *Conn {
 	for _, o := range opts {
 		o(c)
 	}
-	go c.read()
+	c.rs.br = bufio.NewReaderSize(trunk, 64<<10)
 	return c
 }
 
@@ -168,36 +182,45 @@ func (c *Conn) fail(err error) {
 // bytes are copied into place, so reassembly costs one copy of each byte
 // however the runtime cuts the stream. Every message gets a buffer of its
 // own that is handed over and never written again (handlers keep it).
+//
+// Everything read is accounted for in c.rs, so that Detach can stop the
+// reader at any byte and hand what it read but did not process to the
+// next owner of the socket (handover.go).
 func (c *Conn) read() {
-	br := bufio.NewReaderSize(c.trunk, 64<<10)
-	var (
-		hdr [muxHeaderLen]byte
-		asm [2]assembly // PluginConn's and RuntimeConn's partial messages
-	)
+	st := &c.rs
 	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			c.fail(readError(err))
-			return
-		}
-		id, n := binary.BigEndian.Uint32(hdr[0:4]), binary.BigEndian.Uint32(hdr[4:8])
-		if n > maxFrame {
-			c.fail(fmt.Errorf("classicwire: conn %d: frame of %d bytes, the maximum is %d", id, n, maxFrame))
-			return
-		}
-		if id != PluginConn && id != RuntimeConn {
-			// Like the multiplexer: frames for unknown conns are dropped.
-			if _, err := br.Discard(int(n)); err != nil {
-				c.fail(readError(inFrame(err)))
+		if !st.inFrame {
+			k, err := io.ReadFull(st.br, st.hdr[st.nhdr:])
+			st.nhdr += k
+			if err != nil {
+				c.readFailed(err)
 				return
 			}
+			st.nhdr = 0
+			id, n := binary.BigEndian.Uint32(st.hdr[0:4]), binary.BigEndian.Uint32(st.hdr[4:8])
+			if n > maxFrame {
+				c.fail(fmt.Errorf("classicwire: conn %d: frame of %d bytes, the maximum is %d", id, n, maxFrame))
+				return
+			}
+			st.id, st.left, st.inFrame = id, int(n), true
+		}
+		if st.id != PluginConn && st.id != RuntimeConn {
+			// Like the multiplexer: frames for unknown conns are dropped.
+			k, err := st.br.Discard(st.left)
+			st.left -= k
+			if err != nil {
+				c.readFailed(inFrame(err))
+				return
+			}
+			st.inFrame = false
 			continue
 		}
-		a := &asm[id-1]
-		for left := int(n); ; {
+		a := &st.asm[st.id-1]
+		for {
 			if a.nhdr == msgHeaderLen && a.msg == nil {
 				l := binary.BigEndian.Uint32(a.hdr[0:4])
 				if l > MaxMessage {
-					c.fail(fmt.Errorf("classicwire: conn %d: message of %d bytes, the maximum is %d", id, l, MaxMessage))
+					c.fail(fmt.Errorf("classicwire: conn %d: message of %d bytes, the maximum is %d", st.id, l, MaxMessage))
 					return
 				}
 				a.msg = make([]byte, l)
@@ -205,13 +228,13 @@ func (c *Conn) read() {
 			// A complete message is handed on at once, even one whose
 			// header (with an empty payload) ends the frame.
 			if a.msg == nil || a.got < len(a.msg) {
-				if left == 0 {
+				if st.left == 0 {
 					break
 				}
-				k, err := a.fill(br, left)
-				left -= k
+				k, err := a.fill(st.br, st.left)
+				st.left -= k
 				if err != nil {
-					c.fail(readError(inFrame(err)))
+					c.readFailed(inFrame(err))
 					return
 				}
 				continue
@@ -220,18 +243,42 @@ func (c *Conn) read() {
 			msg := a.msg
 			*a = assembly{}
 			switch {
-			case id == PluginConn && typ == typeRequest:
+			case st.id == PluginConn && typ == typeRequest:
 				if err := c.serve(sid, flags, msg); err != nil {
 					c.fail(err)
 					return
 				}
-			case id == RuntimeConn && typ == typeResponse:
+			case st.id == RuntimeConn && typ == typeResponse:
 				c.deliver(sid, msg)
 			default:
-				c.log.Debug("classicwire: message ignored", "conn", id, "stream", sid, "type", typ)
+				c.log.Debug("classicwire: message ignored", "conn", st.id, "stream", sid, "type", typ)
 			}
 		}
+		st.inFrame = false
 	}
+}
+
+// readState is where the reader is in the stream: the frame header being
+// read, the frame being read, and each connection's partial message.
+type readState struct {
+	br      *bufio.Reader
+	src     *bytes.Reader // bytes a previous owner read but did not process (Adopt); nil if none
+	hdr     [muxHeaderLen]byte
+	nhdr    int    // bytes of hdr read, while !inFrame
+	inFrame bool   // a frame's header was read and its bytes are being read
+	id      uint32 // the frame's conn
+	left    int    // the frame's bytes not read yet
+	asm     [2]assembly
+}
+
+// readFailed ends the reader on err: the connection fails, unless Detach
+// stopped the reader, which then hands its state over.
+func (c *Conn) readFailed(err error) {
+	if c.detaching.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.detached <- c.rs.pending()
+		return
+	}
+	c.fail(readError(err))
 }
 
 // assembly is the ttrpc message being received on one multiplexed
@@ -308,6 +355,7 @@ func (c *Conn) deliver(sid uint32, msg []byte) {
 	c.mu.Lock()
 	ch := c.calls[sid]
 	delete(c.calls, sid)
+	c.callEnded()
 	c.mu.Unlock()
 	if ch != nil {
 		ch <- msg
@@ -359,6 +407,10 @@ func (c *Conn) Call(ctx context.Context, method string, req, rsp vtMessage) erro
 		c.mu.Unlock()
 		return status.Errorf(codes.Unavailable, "classicwire: connection closed: %v", err)
 	}
+	if c.detaching.Load() {
+		c.mu.Unlock()
+		return status.Error(codes.Unavailable, "classicwire: the connection is being handed over")
+	}
 	sid := c.nextID
 	c.nextID += 2
 	c.calls[sid] = ch
@@ -385,6 +437,7 @@ func (c *Conn) Call(ctx context.Context, method string, req, rsp vtMessage) erro
 	case <-ctx.Done():
 		c.mu.Lock()
 		delete(c.calls, sid)
+		c.callEnded()
 		c.mu.Unlock()
 		return status.FromContextError(ctx.Err()).Err()
 	}

@@ -31,6 +31,11 @@ func wait() time.Duration { return testwait.Bound() }
 
 // fakeRuntime is the Runtime service of the upstream end.
 type fakeRuntime struct {
+	// entered and gate, when set before the calls, make UpdateContainers
+	// report its arrival and wait before it answers.
+	entered chan struct{}
+	gate    chan struct{}
+
 	mu       sync.Mutex
 	register []*v1alpha1.RegisterPluginRequest
 	failWith error
@@ -44,6 +49,10 @@ func (f *fakeRuntime) RegisterPlugin(_ context.Context, req *v1alpha1.RegisterPl
 }
 
 func (f *fakeRuntime) UpdateContainers(_ context.Context, req *v1alpha1.UpdateContainersRequest) (*v1alpha1.UpdateContainersResponse, error) {
+	if f.gate != nil {
+		f.entered <- struct{}{}
+		<-f.gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failWith != nil {

@@ -30,6 +30,8 @@ type Info struct {
 	PID int32
 	UID uint32
 	GID uint32
+
+	conn *ConnState // the server side's connection (ConnStateFromContext)
 }
 
 // AuthType implements credentials.AuthInfo.
@@ -120,9 +122,18 @@ func (c Credentials) ClientHandshake(_ context.Context, _ string, conn net.Conn)
 	return conn, info, nil
 }
 
-// ServerHandshake implements credentials.TransportCredentials.
+// ServerHandshake implements credentials.TransportCredentials. The
+// connection it returns records what the client's frames say about how its
+// calls and the connection end (ConnStateFromContext).
 func (Credentials) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return handshake(conn)
+	conn, info, err := handshake(conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, st := watch(conn)
+	i := info.(Info)
+	i.conn = st
+	return w, i, nil
 }
 
 // Info implements credentials.TransportCredentials.

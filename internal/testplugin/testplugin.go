@@ -155,6 +155,9 @@ type Plugin struct {
 	// ServerOptions are added to the plugin's gRPC server (they may replace
 	// its codec, to misbehave on purpose).
 	ServerOptions []grpc.ServerOption
+	// DialOptions are added to the options of the connection to the
+	// server (they may replace the defaults).
+	DialOptions []grpc.DialOption
 
 	// Handlers, all optional. Handle is called for every call before the
 	// specific handler; a non-nil error is returned to the server.
@@ -199,7 +202,7 @@ func (p *Plugin) Start(ctx context.Context, serverSocket, pluginDir string) (*nr
 	nriv1beta1.RegisterPluginServiceServer(p.srv, &service{p: p})
 	go func() { _ = p.srv.Serve(lis) }()
 
-	cc, err := grpc.NewClient("unix://"+serverSocket, append(flowctl.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())...)
+	cc, err := grpc.NewClient("unix://"+serverSocket, append(append(flowctl.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption()), p.DialOptions...)...)
 	if err != nil {
 		p.srv.Stop()
 		return nil, err
@@ -275,6 +278,22 @@ func (p *Plugin) Shutdowns() []*nriv1beta1.ShutdownRequest {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]*nriv1beta1.ShutdownRequest(nil), p.shutdowns...)
+}
+
+// EndSession ends the registration session (cancels the RegisterPlugin
+// call) and keeps the connection and the plugin's server.
+func (p *Plugin) EndSession() {
+	if p.cancel != nil {
+		p.cancel()
+	}
+}
+
+// CloseConn closes the connection to the server (gRPC's orderly close)
+// without ending the registration session first.
+func (p *Plugin) CloseConn() {
+	if p.cc != nil {
+		_ = p.cc.Close()
+	}
 }
 
 // Stop ends the registration session and stops serving.

@@ -73,6 +73,13 @@ func (p *Proc) Stop(tb testing.TB) { p.Signal(tb, syscall.SIGTERM, 20*time.Secon
 // Kill kills the process (SIGKILL) and waits for it.
 func (p *Proc) Kill() { p.Signal(nil, syscall.SIGKILL, 10*time.Second) }
 
+// ExitCode waits for the process to exit and returns its exit code (-1 when
+// a signal ended it).
+func (p *Proc) ExitCode() int {
+	<-p.done
+	return p.cmd.ProcessState.ExitCode()
+}
+
 // start starts a process with its output appended to log, records its PID,
 // and stops it at the end of the test unless it was stopped before.
 func (e *Env) start(name, log, path string, env []string, args ...string) *Proc {
@@ -126,6 +133,9 @@ type EnvOptions struct {
 	ContainerdRequired []string
 	// NridTOML is appended to nrid's configuration.
 	NridTOML string
+	// NridStateDir gives nrid a server.state_dir in the scenario directory
+	// (Env.NridStateDir) and server.restart_grace = "10s": the restart gate.
+	NridStateDir bool
 	// NoNrid leaves nrid out (classic plugins directly on containerd).
 	NoNrid bool
 	// NridLogLevel is nrid's log.level (default "debug"; the benchmark
@@ -150,14 +160,15 @@ type Env struct {
 	CRI        runtimeapi.RuntimeServiceClient
 	criConn    *grpc.ClientConn
 
-	NridConfig  string
-	NridSock    string
-	PluginDir   string
-	ClassicSock string
-	Nrid        *Proc
-	nridConn    *grpc.ClientConn
-	Admin       nriv1beta1.AdminServiceClient
-	Health      healthpb.HealthClient
+	NridConfig   string
+	NridSock     string
+	NridStateDir string // server.state_dir, when EnvOptions.NridStateDir
+	PluginDir    string
+	ClassicSock  string
+	Nrid         *Proc
+	nridConn     *grpc.ClientConn
+	Admin        nriv1beta1.AdminServiceClient
+	Health       healthpb.HealthClient
 
 	procs []*Proc
 	seq   atomic.Int32
@@ -212,6 +223,9 @@ func NewEnv(tb testing.TB, opts EnvOptions) *Env {
 	e.PluginDir = filepath.Join(e.Dir, "plugins")
 	e.ClassicSock = filepath.Join(e.Dir, "nri-classic.sock")
 	e.NridConfig = filepath.Join(e.Dir, "nrid.toml")
+	if opts.NridStateDir {
+		e.NridStateDir = filepath.Join(e.Dir, "nrid-state")
+	}
 	if err := os.WriteFile(e.NridConfig, []byte(e.nridConfig(opts)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
@@ -301,11 +315,15 @@ func (e *Env) nridConfig(opts EnvOptions) string {
 	if level == "" {
 		level = "debug"
 	}
+	var gate string
+	if e.NridStateDir != "" {
+		gate = fmt.Sprintf("# the restart gate (docs/containerd.md §3)\nstate_dir = %q\nrestart_grace = \"10s\"\n", e.NridStateDir)
+	}
 	return fmt.Sprintf(`# nrid for the nri-grpc e2e suite (see deploy/nrid.toml).
 [server]
 socket = %q
 plugin_socket_dir = %q
-
+%s
 [runtime]
 # health is SERVING only while the bridge is attached to containerd and synchronized
 required = true
@@ -317,7 +335,7 @@ level = %q
 runtime_socket = %q
 plugin_socket = %q
 %s
-`, e.NridSock, e.PluginDir, level, e.NRISock, e.ClassicSock, opts.NridTOML)
+`, e.NridSock, e.PluginDir, gate, level, e.NRISock, e.ClassicSock, opts.NridTOML)
 }
 
 // WaitContainerd waits until containerd answers CRI and its NRI socket

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+)
+
+// hold is the set of plugins events wait for (HoldEvents).
+type hold struct {
+	names []string
+	until time.Time
+}
+
+// HoldEvents makes the runtime's events wait until every plugin of names
+// ("NN-name") is registered and ready, or until the time until, whichever
+// comes first; then dispatch goes on as usual (a required plugin still
+// absent fails creating events, see RequireUntilRegistered). Each event
+// waits at most half of what its budget (WithBudget) or its deadline
+// leaves, so that it is still answered in time. nrid uses it after taking
+// over from another nrid, while the plugins of the old one register again:
+// the runtime is attached the whole time and its events are delayed by the
+// plugins' return, not run without them. A later call replaces the hold;
+// an empty names ends it.
+func (s *Server) HoldEvents(names []string, until time.Time) {
+	if len(names) == 0 {
+		s.held.Store(nil)
+		return
+	}
+	s.held.Store(&hold{names: slices.Clone(names), until: until})
+}
+
+// awaitHeld is where an event waits for the held plugins (HoldEvents).
+func (s *Server) awaitHeld(ctx context.Context) {
+	h := s.held.Load()
+	if h == nil {
+		return
+	}
+	limit := h.until
+	if d, ok := ctx.Value(budgetKey{}).(time.Time); ok {
+		limit = earliest(limit, time.Now().Add(time.Until(d)/2))
+	} else if d, ok := ctx.Deadline(); ok {
+		limit = earliest(limit, time.Now().Add(time.Until(d)/2))
+	}
+	var timer *time.Timer
+	s.holding.Add(1)
+	start := time.Now()
+	defer func() {
+		s.holding.Add(-1)
+		if timer != nil {
+			timer.Stop()
+		}
+		if d := time.Since(start); d >= time.Millisecond {
+			s.log.Info("event held for the plugins of the previous nrid", "waited", d.Round(time.Millisecond))
+		}
+	}()
+	for {
+		changed := s.PluginsChanged()
+		if s.heldPresent(h) {
+			s.held.CompareAndSwap(h, nil)
+			return
+		}
+		wait := time.Until(limit)
+		if wait <= 0 {
+			if !time.Now().Before(h.until) {
+				s.held.CompareAndSwap(h, nil)
+			}
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			timer = nil
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// EventsHeld returns how many events wait for held plugins now
+// (HoldEvents).
+func (s *Server) EventsHeld() int { return int(s.holding.Load()) }
+
+// heldPresent reports whether every plugin h waits for is ready.
+func (s *Server) heldPresent(h *hold) bool {
+	ready := s.Plugins()
+	for _, name := range h.names {
+		if !slices.ContainsFunc(ready, func(p *nriv1beta1.PluginInfo) bool {
+			return p.GetState() == nriv1beta1.PluginState_PLUGIN_STATE_READY &&
+				p.GetPlugin().GetIndex()+"-"+p.GetPlugin().GetName() == name
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Snapshot returns the runtime's pods and containers as the server knows
+// them, sorted by id: what a plugin registering now is synchronized with.
+// The messages are shared and must not be modified.
+func (s *Server) Snapshot() ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container) {
+	return s.state.snapshot()
+}
