@@ -100,8 +100,14 @@ func Offer(ctx context.Context, c *net.UnixConn, prepare func(context.Context) (
 	if _, _, err := c.WriteMsgUnix(msg, syscall.UnixRights(fds...), nil); err != nil {
 		return nil, fmt.Errorf("handover: sending the descriptors: %w", err)
 	}
-	if _, err := c.Write(p.Data); err != nil {
-		return nil, fmt.Errorf("handover: sending the state: %w", err)
+	if len(p.Data) > 0 {
+		if _, err := c.Write(p.Data); err != nil {
+			// The new nrid may have refused already: its reason first.
+			if ack, rerr := readLine(br); rerr == nil && strings.HasPrefix(ack, "ERR ") {
+				return nil, fmt.Errorf("handover: the new nrid refused: %s", strings.TrimPrefix(ack, "ERR "))
+			}
+			return nil, fmt.Errorf("handover: sending the state: %w", err)
+		}
 	}
 	ack, err := readLine(br)
 	if err != nil {
