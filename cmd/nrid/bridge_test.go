@@ -32,20 +32,7 @@ func TestBridgeBothSidesFromConfig(t *testing.T) {
 	dir := tempDir(t)
 	rtSock := filepath.Join(dir, "nri.sock")
 	classicSock := filepath.Join(dir, "classic.sock")
-	a, err := adaptation.New("containerd", "v2.4.2",
-		func(ctx context.Context, cb adaptation.SyncCB) error { _, err := cb(ctx, nil, nil); return err },
-		func(context.Context, []*v1alpha1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate, error) {
-			return nil, nil
-		},
-		adaptation.WithSocketPath(rtSock), adaptation.WithPluginPath(filepath.Join(dir, "none")),
-		adaptation.WithPluginConfigPath(filepath.Join(dir, "none")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
+	a := startClassicRuntime(t, dir, rtSock)
 
 	n := startNrid(t, fmt.Sprintf("[runtime]\nrequired = true\n[bridge]\nruntime_socket = %q\nplugin_socket = %q\n", rtSock, classicSock))
 	cc := n.conn(t)
@@ -94,4 +81,26 @@ func TestBridgeBothSidesFromConfig(t *testing.T) {
 	if got["grpc"] != "1" || got["classic"] != "1" {
 		t.Fatalf("the classic runtime got annotations %v, want both plugins'", got)
 	}
+}
+
+// startClassicRuntime starts upstream pkg/adaptation as an empty classic
+// runtime ("containerd" v2.4.2) on socket, with its plugin directories in
+// dir.
+func startClassicRuntime(t *testing.T, dir, socket string) *adaptation.Adaptation {
+	t.Helper()
+	a, err := adaptation.New("containerd", "v2.4.2",
+		func(ctx context.Context, cb adaptation.SyncCB) error { _, err := cb(ctx, nil, nil); return err },
+		func(context.Context, []*v1alpha1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate, error) {
+			return nil, nil
+		},
+		adaptation.WithSocketPath(socket), adaptation.WithPluginPath(filepath.Join(dir, "none")),
+		adaptation.WithPluginConfigPath(filepath.Join(dir, "none")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	return a
 }

@@ -165,10 +165,7 @@ func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, g
 // registered before the restart, are back or grace has passed. Those that
 // were required and did not come back stay required until they do.
 func (d *daemon) awaitRestart(ctx context.Context, gate []rosterEntry, grace time.Duration) {
-	names := make([]string, len(gate))
-	for i, e := range gate {
-		names[i] = e.Plugin
-	}
+	names := rosterNames(gate)
 	d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", names, "bound", grace)
 	start := time.Now()
 	if missing := awaitPlugins(ctx, d.srv, gate, grace); len(missing) > 0 {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containerd/nri/pkg/adaptation"
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -55,20 +54,7 @@ func waitServing(t *testing.T, n *nrid) {
 func TestTakeoverKeepsTheRuntimeConnection(t *testing.T) {
 	dir := tempDir(t)
 	rtSock := filepath.Join(dir, "nri.sock")
-	a, err := adaptation.New("containerd", "v2.4.2",
-		func(ctx context.Context, cb adaptation.SyncCB) error { _, err := cb(ctx, nil, nil); return err },
-		func(context.Context, []*v1alpha1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate, error) {
-			return nil, nil
-		},
-		adaptation.WithSocketPath(rtSock), adaptation.WithPluginPath(filepath.Join(dir, "none")),
-		adaptation.WithPluginConfigPath(filepath.Join(dir, "none")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
+	a := startClassicRuntime(t, dir, rtSock)
 	state := filepath.Join(dir, "state")
 	cfg := fmt.Sprintf("[server]\nstate_dir = %q\nrestart_grace = \"10m\"\n[runtime]\nrequired = true\n[bridge]\nruntime_socket = %q\n"+
 		"[[plugin]]\nname = \"10-env\"\nrequired = true\n", state, rtSock)
