@@ -226,10 +226,10 @@ func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
 	return nil
 }
 
-// budget returns the context an event is dispatched with: a budget of the
-// runtime's timeout minus the margin, so skipped plugins and failures are
-// answered before the runtime gives up on the bridge.
-func (r *RuntimeSide) budget(ctx context.Context) context.Context {
+// budget returns the budget an event is dispatched with: the runtime's
+// timeout minus the margin, so skipped plugins and failures are answered
+// before the runtime gives up on the bridge.
+func (r *RuntimeSide) budget() server.EventOption {
 	r.mu.Lock()
 	t := r.timeout
 	r.mu.Unlock()
@@ -237,7 +237,7 @@ func (r *RuntimeSide) budget(ctx context.Context) context.Context {
 	if b < t/2 {
 		b = t / 2
 	}
-	return server.WithBudget(ctx, time.Now().Add(b))
+	return server.Budget(time.Now().Add(b))
 }
 
 // relayBatch is one set of unsolicited updates on its way to the runtime.
@@ -404,16 +404,15 @@ func (h *classicHandlers) UpdatePodSandbox(ctx context.Context, pod *v1alpha1.Po
 			return err
 		}
 	}
-	ctx = h.r.budget(ctx)
-	return h.r.srv.UpdatePodSandbox(ctx, req)
+	return h.r.srv.UpdatePodSandbox(ctx, req, h.r.budget())
 }
 
 // createContainer answers as one plugin: the server's merged adjustment
 // and one update per other container. A validator's rejection is answered
 // with nothing, and given at the runtime's validation, where the runtime
 // validates with the bridge (validate.go).
-func (h *classicHandlers) createContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) ([]byte, error) {
-	rsp, err := h.r.srv.CreateContainer(ctx, req)
+func (h *classicHandlers) createContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest, opts ...server.EventOption) ([]byte, error) {
+	rsp, err := h.r.srv.CreateContainer(ctx, req, opts...)
 	if err != nil {
 		if h.verdicts.deferRejection(req.GetContainer().GetId(), err) {
 			return nil, nil
@@ -462,8 +461,7 @@ func (h *classicHandlers) UpdateContainer(ctx context.Context, pod *v1alpha1.Pod
 		}
 	}
 	requested := req.LinuxResources.CloneVT()
-	ctx = h.r.budget(ctx)
-	rsp, err := h.r.srv.UpdateContainer(ctx, req)
+	rsp, err := h.r.srv.UpdateContainer(ctx, req, h.r.budget())
 	if err != nil {
 		return nil, err
 	}
@@ -484,8 +482,8 @@ func (h *classicHandlers) UpdateContainer(ctx context.Context, pod *v1alpha1.Pod
 
 // stopContainer answers with the updates plugins asked for; a teardown
 // event never fails toward the runtime.
-func (h *classicHandlers) stopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) ([]byte, error) {
-	rsp, err := h.r.srv.StopContainer(ctx, req)
+func (h *classicHandlers) stopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest, opts ...server.EventOption) ([]byte, error) {
+	rsp, err := h.r.srv.StopContainer(ctx, req, opts...)
 	if err != nil {
 		_ = h.notified("StopContainer", nil, err)
 		return nil, nil

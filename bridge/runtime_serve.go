@@ -25,7 +25,7 @@ type unsafeDecoder interface {
 // whose requests the bridge passes on to the server as they are, nil for the
 // others. Their requests are decoded straight into the v1beta1 message (the
 // API versions share the wire format: test/wirecompat), never as v1alpha1,
-// and the server gets the bytes too (server.WithEncodedRequest), so the
+// and the server gets the bytes too (server.Encoded), so the
 // first gRPC plugin is sent the runtime's own encoding: one decode and no
 // encode on nrid's way in. UpdateContainer and UpdatePodSandbox are not
 // among them: their answers need the classic arguments.
@@ -67,7 +67,7 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 		if err := req.UnmarshalVTUnsafe(payload); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "bridge: %s: undecodable request: %v", method, err)
 		}
-		return h.event(server.WithEncodedRequest(ctx, req, payload), req)
+		return h.event(ctx, req, server.Encoded(payload), h.r.budget())
 	}
 	switch method {
 	case "Configure":
@@ -133,7 +133,7 @@ func (h *classicHandlers) serve(ctx context.Context, method string, payload []by
 		if err != nil {
 			return nil, err
 		}
-		if _, err := h.event(ctx, ev); err != nil {
+		if _, err := h.event(ctx, ev, h.r.budget()); err != nil {
 			return nil, err
 		}
 		return nil, nil
@@ -177,38 +177,37 @@ func stateChangeRequest(sc *v1alpha1.StateChangeEvent) (proto.Message, error) {
 
 // event dispatches the v1beta1 request of one of directRequest's methods
 // and encodes the answer the classic runtime expects.
-func (h *classicHandlers) event(ctx context.Context, req proto.Message) ([]byte, error) {
-	ctx = h.r.budget(ctx)
+func (h *classicHandlers) event(ctx context.Context, req proto.Message, opts ...server.EventOption) ([]byte, error) {
 	srv := h.r.srv
 	switch r := req.(type) {
 	case *nriv1beta1.RunPodSandboxRequest:
-		return nil, srv.RunPodSandbox(ctx, r)
+		return nil, srv.RunPodSandbox(ctx, r, opts...)
 	case *nriv1beta1.PostUpdatePodSandboxRequest:
-		errs, err := srv.PostUpdatePodSandbox(ctx, r)
+		errs, err := srv.PostUpdatePodSandbox(ctx, r, opts...)
 		return nil, h.notified("PostUpdatePodSandbox", errs, err)
 	case *nriv1beta1.StopPodSandboxRequest:
-		errs, err := srv.StopPodSandbox(ctx, r)
+		errs, err := srv.StopPodSandbox(ctx, r, opts...)
 		return nil, h.notified("StopPodSandbox", errs, err)
 	case *nriv1beta1.RemovePodSandboxRequest:
-		errs, err := srv.RemovePodSandbox(ctx, r)
+		errs, err := srv.RemovePodSandbox(ctx, r, opts...)
 		return nil, h.notified("RemovePodSandbox", errs, err)
 	case *nriv1beta1.CreateContainerRequest:
-		return h.createContainer(ctx, r)
+		return h.createContainer(ctx, r, opts...)
 	case *nriv1beta1.PostCreateContainerRequest:
-		errs, err := srv.PostCreateContainer(ctx, r)
+		errs, err := srv.PostCreateContainer(ctx, r, opts...)
 		return nil, h.notified("PostCreateContainer", errs, err)
 	case *nriv1beta1.StartContainerRequest:
-		return nil, srv.StartContainer(ctx, r)
+		return nil, srv.StartContainer(ctx, r, opts...)
 	case *nriv1beta1.PostStartContainerRequest:
-		errs, err := srv.PostStartContainer(ctx, r)
+		errs, err := srv.PostStartContainer(ctx, r, opts...)
 		return nil, h.notified("PostStartContainer", errs, err)
 	case *nriv1beta1.PostUpdateContainerRequest:
-		errs, err := srv.PostUpdateContainer(ctx, r)
+		errs, err := srv.PostUpdateContainer(ctx, r, opts...)
 		return nil, h.notified("PostUpdateContainer", errs, err)
 	case *nriv1beta1.StopContainerRequest:
-		return h.stopContainer(ctx, r)
+		return h.stopContainer(ctx, r, opts...)
 	case *nriv1beta1.RemoveContainerRequest:
-		errs, err := srv.RemoveContainer(ctx, r)
+		errs, err := srv.RemoveContainer(ctx, r, opts...)
 		return nil, h.notified("RemoveContainer", errs, err)
 	}
 	return nil, status.Errorf(codes.Unimplemented, "bridge: %T is not served", req)

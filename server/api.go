@@ -57,11 +57,11 @@ func newRsp[T any, P interface {
 }
 
 // RunPodSandbox dispatches the creation of a pod sandbox.
-func (s *Server) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest) error {
+func (s *Server) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest, opts ...EventOption) error {
 	if err := checkPod(req.GetPod()); err != nil {
 		return err
 	}
-	return s.event(ctx, evRunPodSandbox, req.Pod, nil, func(fl *flight) error {
+	return s.event(ctx, evRunPodSandbox, req.Pod, nil, opts, func(fl *flight) error {
 		_, err := s.dispatch(ctx, evRunPodSandbox, req, newRsp[nriv1beta1.RunPodSandboxResponse](), nil, fl)
 		if err == nil {
 			s.state.setPod(req.Pod)
@@ -71,11 +71,11 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandbo
 }
 
 // UpdatePodSandbox dispatches a pod sandbox resource update.
-func (s *Server) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePodSandboxRequest) error {
+func (s *Server) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePodSandboxRequest, opts ...EventOption) error {
 	if err := checkPod(req.GetPod()); err != nil {
 		return err
 	}
-	return s.event(ctx, evUpdatePodSandbox, req.Pod, nil, func(fl *flight) error {
+	return s.event(ctx, evUpdatePodSandbox, req.Pod, nil, opts, func(fl *flight) error {
 		_, err := s.dispatch(ctx, evUpdatePodSandbox, req, newRsp[nriv1beta1.UpdatePodSandboxResponse](), nil, fl)
 		return err
 	})
@@ -83,9 +83,9 @@ func (s *Server) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePod
 
 // notify runs a notification or teardown event: errors are collected.
 func (s *Server) notify(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
-	req proto.Message, newResponse func() proto.Message, after func()) ([]*nriv1beta1.PluginError, error) {
+	req proto.Message, newResponse func() proto.Message, after func(), opts []EventOption) ([]*nriv1beta1.PluginError, error) {
 	var errs []*nriv1beta1.PluginError
-	err := s.event(ctx, ev, pod, ctr, func(fl *flight) error {
+	err := s.event(ctx, ev, pod, ctr, opts, func(fl *flight) error {
 		var err error
 		errs, err = s.dispatch(ctx, ev, req, newResponse, nil, fl)
 		if after != nil {
@@ -97,45 +97,49 @@ func (s *Server) notify(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodS
 }
 
 // PostUpdatePodSandbox dispatches a completed pod sandbox update.
-func (s *Server) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostUpdatePodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+func (s *Server) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostUpdatePodSandboxRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkPod(req.GetPod()); err != nil {
 		return nil, err
 	}
 	return s.notify(ctx, evPostUpdatePodSandbox, req.Pod, nil, req, newRsp[nriv1beta1.PostUpdatePodSandboxResponse](),
-		func() { s.state.setPod(req.Pod) })
+		func() { s.state.setPod(req.Pod) }, opts)
 }
 
 // StopPodSandbox dispatches the stop of a pod sandbox.
-func (s *Server) StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+func (s *Server) StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSandboxRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkPod(req.GetPod()); err != nil {
 		return nil, err
 	}
 	return s.notify(ctx, evStopPodSandbox, req.Pod, nil, req, newRsp[nriv1beta1.StopPodSandboxResponse](),
-		func() { s.state.setPod(req.Pod) })
+		func() { s.state.setPod(req.Pod) }, opts)
 }
 
 // RemovePodSandbox dispatches the removal of a pod sandbox.
-func (s *Server) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+func (s *Server) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePodSandboxRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkPod(req.GetPod()); err != nil {
 		return nil, err
 	}
 	return s.notify(ctx, evRemovePodSandbox, req.Pod, nil, req, newRsp[nriv1beta1.RemovePodSandboxResponse](),
-		func() { s.state.deletePod(req.Pod.Id) })
+		func() { s.state.deletePod(req.Pod.Id) }, opts)
 }
 
 // CreateContainer dispatches the creation of a container and returns the
 // merged, validated adjustments, updates and evictions.
-func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.AdaptationServiceCreateContainerResponse, error) {
+func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest, opts ...EventOption) (*nriv1beta1.AdaptationServiceCreateContainerResponse, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceCreateContainerResponse
-	err := s.event(ctx, evCreateContainer, req.Pod, req.Container, func(fl *flight) error {
-		var opts []merge.CreateOption
+	err := s.event(ctx, evCreateContainer, req.Pod, req.Container, opts, func(fl *flight) error {
+		var mopts []merge.CreateOption
 		if !s.mayValidate(req, fl.order) {
-			opts = append(opts, merge.WithoutPristine())
+			mopts = append(mopts, merge.WithoutPristine())
 		}
-		m := merge.NewCreate(req, opts...)
+		if fl.raw != nil && !normalised(req) {
+			// Plugins get the same shape whichever encoding they are sent.
+			fl.raw = append(fl.raw, normalisedShape...)
+		}
+		m := merge.NewCreate(req, mopts...)
 		if _, err := s.dispatch(ctx, evCreateContainer, req, newRsp[nriv1beta1.CreateContainerResponse](), createApply(m, req), fl); err != nil {
 			return err
 		}
@@ -361,20 +365,20 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 }
 
 // PostCreateContainer dispatches a completed container creation.
-func (s *Server) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCreateContainerRequest) ([]*nriv1beta1.PluginError, error) {
+func (s *Server) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCreateContainerRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
 	return s.notify(ctx, evPostCreateContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostCreateContainerResponse](),
-		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED) })
+		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED) }, opts)
 }
 
 // StartContainer dispatches the start of a container.
-func (s *Server) StartContainer(ctx context.Context, req *nriv1beta1.StartContainerRequest) error {
+func (s *Server) StartContainer(ctx context.Context, req *nriv1beta1.StartContainerRequest, opts ...EventOption) error {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return err
 	}
-	return s.event(ctx, evStartContainer, req.Pod, req.Container, func(fl *flight) error {
+	return s.event(ctx, evStartContainer, req.Pod, req.Container, opts, func(fl *flight) error {
 		_, err := s.dispatch(ctx, evStartContainer, req, newRsp[nriv1beta1.StartContainerResponse](), nil, fl)
 		if err == nil {
 			s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED)
@@ -384,22 +388,22 @@ func (s *Server) StartContainer(ctx context.Context, req *nriv1beta1.StartContai
 }
 
 // PostStartContainer dispatches a completed container start.
-func (s *Server) PostStartContainer(ctx context.Context, req *nriv1beta1.PostStartContainerRequest) ([]*nriv1beta1.PluginError, error) {
+func (s *Server) PostStartContainer(ctx context.Context, req *nriv1beta1.PostStartContainerRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
 	return s.notify(ctx, evPostStartContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostStartContainerResponse](),
-		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_RUNNING) })
+		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_RUNNING) }, opts)
 }
 
 // UpdateContainer dispatches a container resource update and returns the
 // target's final resources and the updates of other containers.
-func (s *Server) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.AdaptationServiceUpdateContainerResponse, error) {
+func (s *Server) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest, opts ...EventOption) (*nriv1beta1.AdaptationServiceUpdateContainerResponse, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceUpdateContainerResponse
-	err := s.event(ctx, evUpdateContainer, req.Pod, req.Container, func(fl *flight) error {
+	err := s.event(ctx, evUpdateContainer, req.Pod, req.Container, opts, func(fl *flight) error {
 		m := merge.NewUpdate(req)
 		if _, err := s.dispatch(ctx, evUpdateContainer, req, newRsp[nriv1beta1.UpdateContainerResponse](), updateApply(m), fl); err != nil {
 			return err
@@ -414,22 +418,22 @@ func (s *Server) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateCont
 }
 
 // PostUpdateContainer dispatches a completed container update.
-func (s *Server) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUpdateContainerRequest) ([]*nriv1beta1.PluginError, error) {
+func (s *Server) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUpdateContainerRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
 	return s.notify(ctx, evPostUpdateContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.PostUpdateContainerResponse](),
-		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_UNSPECIFIED) })
+		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_UNSPECIFIED) }, opts)
 }
 
 // StopContainer dispatches the stop of a container and returns the updates
 // plugins asked for other containers. Errors never stop delivery.
-func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.AdaptationServiceStopContainerResponse, error) {
+func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest, opts ...EventOption) (*nriv1beta1.AdaptationServiceStopContainerResponse, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceStopContainerResponse
-	err := s.event(ctx, evStopContainer, req.Pod, req.Container, func(fl *flight) error {
+	err := s.event(ctx, evStopContainer, req.Pod, req.Container, opts, func(fl *flight) error {
 		m := merge.NewStop(req)
 		var mergeErrs []*nriv1beta1.PluginError
 		apply := func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, _ bool) (bool, []byte, error) {
@@ -455,12 +459,12 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 }
 
 // RemoveContainer dispatches the removal of a container.
-func (s *Server) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest) ([]*nriv1beta1.PluginError, error) {
+func (s *Server) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
 	return s.notify(ctx, evRemoveContainer, req.Pod, req.Container, req, newRsp[nriv1beta1.RemoveContainerResponse](),
-		func() { s.state.deleteContainer(req.Container.Id) })
+		func() { s.state.deleteContainer(req.Container.Id) }, opts)
 }
 
 // errNoRuntime is returned for unsolicited updates while no runtime can

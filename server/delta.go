@@ -1,11 +1,9 @@
 package server
 
 import (
-	"context"
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 )
@@ -63,34 +61,28 @@ func envName(e string) string {
 	return name
 }
 
-// encodedKey is the context key of an encodedReq.
-type encodedKey struct{}
-
-// encodedReq is a request and its encoding, handed over by the caller.
-type encodedReq struct {
-	req proto.Message
-	raw []byte
-}
-
-// WithEncodedRequest returns a context that hands the server the encoding of
-// req, a request the caller is about to pass to one of the server's event
-// methods (the same pointer): the server then sends raw to the first plugin
-// that gets req over gRPC instead of encoding req itself. raw must be a
-// protobuf encoding of req as the plugin-facing request message — for
-// example the bytes req was decoded from, which is how the bridge passes on
-// a classic runtime's requests (v1alpha1 and v1beta1 share the wire format).
-// A context carrying another request's encoding changes nothing.
-func WithEncodedRequest(ctx context.Context, req proto.Message, raw []byte) context.Context {
-	return context.WithValue(ctx, encodedKey{}, encodedReq{req: req, raw: raw})
-}
-
-// encodedFor returns the encoding of req handed over with
-// WithEncodedRequest, clipped so that appending to it never writes into the
-// caller's buffer, or nil.
-func encodedFor(ctx context.Context, req proto.Message) []byte {
-	e, ok := ctx.Value(encodedKey{}).(encodedReq)
-	if !ok || e.req != req || len(e.raw) == 0 {
-		return nil
+// normalisedShape encodes a CreateContainerRequest holding, each empty,
+// the messages merge.NewCreate adds to a container that lacks them.
+// Appended to a request's encoding it adds those the request lacks and
+// changes nothing else, so that a plugin sent a handed-over encoding
+// (Encoded) sees the request in the shape merge.NewCreate gives it.
+var normalisedShape = func() []byte {
+	b, err := (&nriv1beta1.CreateContainerRequest{Container: &nriv1beta1.Container{
+		Hooks: &nriv1beta1.Hooks{},
+		Linux: &nriv1beta1.LinuxContainer{Resources: &nriv1beta1.LinuxResources{
+			Memory: &nriv1beta1.LinuxMemory{}, Cpu: &nriv1beta1.LinuxCPU{},
+		}},
+	}}).MarshalVT()
+	if err != nil {
+		panic(err)
 	}
-	return slices.Clip(e.raw)
+	return b
+}()
+
+// normalised reports whether req already has every message
+// merge.NewCreate adds.
+func normalised(req *nriv1beta1.CreateContainerRequest) bool {
+	c := req.GetContainer()
+	r := c.GetLinux().GetResources()
+	return c.GetHooks() != nil && r.GetMemory() != nil && r.GetCpu() != nil
 }

@@ -42,9 +42,11 @@ func lastRemote(order []*slot, mask uint32) int {
 // order of its start, holds the pod's lock for the whole dispatch, and is
 // recorded.
 func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
-	run func(fl *flight) error) error {
-	s.awaitHeld(ctx)
+	opts []EventOption, run func(fl *flight) error) error {
+	o := applyEventOptions(opts)
+	s.awaitHeld(ctx, o)
 	fl := s.flights.begin(&s.order)
+	fl.opts, fl.raw = o, o.raw
 	defer s.flights.end(fl)
 	unlock := s.pods.lock(pod.GetId())
 	defer unlock()
@@ -98,7 +100,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 		}
 	}
 	var (
-		raw  = encodedFor(ctx, req) // req encoded, kept up to date as plugins change it
+		raw  = fl.raw // req encoded, kept up to date as plugins change it
 		errs []*nriv1beta1.PluginError
 	)
 	// Deltas are worth making only up to the last plugin that takes the
@@ -107,7 +109,7 @@ func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Messag
 	if apply != nil {
 		last = lastRemote(order, ev.mask())
 	}
-	share := newBudgetShare(ctx, order, ev.mask(), fl.gen)
+	share := newBudgetShare(fl, ev.mask())
 	for i, sl := range order {
 		inst := sl.instanceFor(ev.mask(), fl.gen)
 		if inst == nil {
@@ -369,7 +371,7 @@ func recordCall(rec *nriv1beta1.DispatchRecord, p *plugin, d time.Duration) *nri
 	return pc
 }
 
-// budgetShare divides a caller's budget (WithBudget) among the plugins an
+// budgetShare divides a caller's budget (Budget) among the plugins an
 // event goes to, so that a hung plugin is cut early enough for the plugins
 // after it: each later subscribed plugin keeps a reserve of the budget,
 // together half of it (total / (2 × subscribed plugins) each). A plugin may
@@ -383,11 +385,11 @@ type budgetShare struct {
 	after    []int // subscribed slots after each position
 }
 
-func newBudgetShare(ctx context.Context, order []*slot, mask uint32, gen uint64) budgetShare {
-	d, ok := ctx.Value(budgetKey{}).(time.Time)
-	if !ok {
+func newBudgetShare(fl *flight, mask uint32) budgetShare {
+	if !fl.opts.hasBudget {
 		return budgetShare{}
 	}
+	d, order, gen := fl.opts.budget, fl.order, fl.gen
 	after := make([]int, len(order))
 	n := 0
 	for i := len(order) - 1; i >= 0; i-- {
@@ -410,16 +412,4 @@ func (b budgetShare) allowed(i int) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Until(b.deadline) - b.reserve*time.Duration(b.after[i]), true
-}
-
-type budgetKey struct{}
-
-// WithBudget bounds the dispatch of the events started with ctx: plugins
-// are called only while the budget lasts and each call is cut to what is
-// left. When it runs out, plugins with the ignore policy are skipped and a
-// required plugin fails the event, so the caller always answers before
-// deadline. The bridge uses it to stay inside a classic runtime's request
-// timeout; the context's own deadline should be later than the budget.
-func WithBudget(ctx context.Context, deadline time.Time) context.Context {
-	return context.WithValue(ctx, budgetKey{}, deadline)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // marker is an unknown field (number 999): present in the encoding handed
-// over with WithEncodedRequest but not in the request itself, it shows which
+// over with server.Encoded but not in the request itself, it shows which
 // encoding a plugin received — the handed-over one (with deltas appended)
 // keeps it, an encoding of the request made by the server does not.
 var marker = protowire.AppendVarint(protowire.AppendTag(nil, 999, protowire.VarintType), 1)
@@ -54,7 +54,8 @@ func TestEncodedRequestAndDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw = append(raw, marker...)
-	if _, err := h.srv.CreateContainer(server.WithEncodedRequest(h.ctx(), req, raw), req); err != nil {
+	handed := string(raw[:cap(raw)]) // with the spare capacity after it
+	if _, err := h.srv.CreateContainer(h.ctx(), req, server.Encoded(raw)); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]bool{"10": true, "20": true, "30": true, "40": false} {
@@ -81,13 +82,51 @@ func TestEncodedRequestAndDeltas(t *testing.T) {
 		t.Errorf("plugin 30 received\n%v\nwant\n%v", got["30"], want)
 	}
 
-	// An encoding handed over for another request is not used.
-	clear(got)
-	other := fixture.CreateContainerRequest(2, 0)
-	if _, err := h.srv.CreateContainer(server.WithEncodedRequest(h.ctx(), req, raw), other); err != nil {
+	if string(raw[:cap(raw)]) != handed {
+		t.Errorf("the server wrote into the encoding handed over")
+	}
+}
+
+// TestEncodedRequestNormalised: a handed-over encoding of a container
+// without hooks and resources (as a classic runtime may send it) reaches
+// the first gRPC plugin in the shape every later plugin sees — the shape
+// merge.NewCreate gives the request — and not as the runtime encoded it.
+func TestEncodedRequestNormalised(t *testing.T) {
+	h := newHarness(t)
+	got := map[string]*nriv1beta1.CreateContainerRequest{}
+	for _, idx := range []string{"10", "20"} {
+		h.plugin(idx, "look", func(p *testplugin.Plugin) {
+			p.Events = uint32(1) << uint(nriv1beta1.Event_EVENT_CREATE_CONTAINER-1)
+			p.OnCreateContainer = func(_ context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+				got[idx] = req
+				// 10 changes nothing the delta cannot carry, so 20 is sent
+				// the handed-over encoding too.
+				return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{
+					Annotations: map[string]string{idx + ".example.com/seen": "1"}}}, nil
+			}
+		})
+	}
+	req := fixture.CreateContainerRequest(1, 0)
+	req.Container.Linux, req.Container.Hooks = nil, nil
+	raw, err := req.MarshalVT()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if hasMarker(got["10"]) || got["10"].GetPod().GetId() != other.Pod.Id {
-		t.Errorf("plugin 10 received another request's encoding")
+	raw = append(raw, marker...)
+	if _, err := h.srv.CreateContainer(h.ctx(), req, server.Encoded(raw)); err != nil {
+		t.Fatal(err)
+	}
+	for _, idx := range []string{"10", "20"} {
+		r := got[idx]
+		if !hasMarker(r) {
+			t.Errorf("plugin %s was not sent the handed-over encoding", idx)
+		}
+		c := r.GetContainer()
+		if c.GetHooks() == nil || c.GetLinux().GetResources().GetMemory() == nil || c.GetLinux().GetResources().GetCpu() == nil {
+			t.Errorf("plugin %s received an unnormalised container: hooks %v, linux %v", idx, c.GetHooks(), c.GetLinux())
+		}
+	}
+	if got["20"].GetContainer().GetAnnotations()["10.example.com/seen"] != "1" {
+		t.Errorf("plugin 20 does not see plugin 10's annotation")
 	}
 }

@@ -37,6 +37,8 @@ type flight struct {
 	gen   uint64
 	order []*slot
 	rec   *nriv1beta1.DispatchRecord
+	opts  eventOptions
+	raw   []byte // the request's encoding handed over (Encoded), normalised
 }
 
 func (f *flights) init() {

@@ -18,7 +18,7 @@ type hold struct {
 // ("NN-name") is registered and ready, or until the time until, whichever
 // comes first; then dispatch goes on as usual (a required plugin still
 // absent fails creating events, see RequireUntilRegistered). Each event
-// waits at most half of what its budget (WithBudget) or its deadline
+// waits at most half of what its budget (Budget) or its deadline
 // leaves, so that it is still answered in time. nrid uses it after taking
 // over from another nrid, while the plugins of the old one register again:
 // the runtime is attached the whole time and its events are delayed by the
@@ -33,14 +33,14 @@ func (s *Server) HoldEvents(names []string, until time.Time) {
 }
 
 // awaitHeld is where an event waits for the held plugins (HoldEvents).
-func (s *Server) awaitHeld(ctx context.Context) {
+func (s *Server) awaitHeld(ctx context.Context, o eventOptions) {
 	h := s.held.Load()
 	if h == nil {
 		return
 	}
 	limit := h.until
-	if d, ok := ctx.Value(budgetKey{}).(time.Time); ok {
-		limit = earliest(limit, time.Now().Add(time.Until(d)/2))
+	if o.hasBudget {
+		limit = earliest(limit, time.Now().Add(time.Until(o.budget)/2))
 	} else if d, ok := ctx.Deadline(); ok {
 		limit = earliest(limit, time.Now().Add(time.Until(d)/2))
 	}

@@ -43,8 +43,7 @@ func TestHoldEventsIsBoundedByTheBudget(t *testing.T) {
 	h := newHarness(t)
 	p := h.plugin("20", "present", nil)
 	h.srv.HoldEvents([]string{"10-gone"}, time.Now().Add(time.Hour))
-	ctx := server.WithBudget(h.ctx(), time.Now().Add(200*time.Millisecond))
-	if _, err := h.srv.CreateContainer(ctx, fixture.CreateContainerRequest(1, 0)); err != nil {
+	if _, err := h.srv.CreateContainer(h.ctx(), fixture.CreateContainerRequest(1, 0), server.Budget(time.Now().Add(200*time.Millisecond))); err != nil {
 		t.Fatalf("CreateContainer after the hold's bound: %v", err)
 	}
 	if got := h.log.Of(p.Full(), "CreateContainer"); len(got) != 1 {

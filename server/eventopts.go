@@ -1,0 +1,50 @@
+package server
+
+import (
+	"slices"
+	"time"
+)
+
+// EventOption adjusts the dispatch of one event: it is passed to one of
+// the runtime-facing methods (RunPodSandbox … RemoveContainer) and applies
+// to that call only.
+type EventOption func(*eventOptions)
+
+// eventOptions is what the EventOptions of one event set.
+type eventOptions struct {
+	raw       []byte    // the request's encoding (Encoded)
+	budget    time.Time // the caller's budget (Budget)
+	hasBudget bool
+}
+
+func applyEventOptions(opts []EventOption) eventOptions {
+	var o eventOptions
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+// Encoded hands the server raw, the protobuf encoding of the request passed
+// with it as the plugin-facing request message — for example the bytes the
+// request was decoded from, which is how the bridge passes on a classic
+// runtime's requests (v1alpha1 and v1beta1 share the wire format). The
+// server then sends raw, with its own normalisation and the plugins'
+// changes appended, to the plugins it calls over gRPC instead of encoding
+// the request itself. The server never writes into raw; the caller must not
+// modify it until the call returns.
+func Encoded(raw []byte) EventOption {
+	return func(o *eventOptions) { o.raw = slices.Clip(raw) }
+}
+
+// Budget bounds the event's dispatch by deadline: plugins are called only
+// while the budget lasts and each call is cut to what is left. When it runs
+// out, plugins with the ignore policy are skipped and a required plugin
+// fails the event, so the caller always answers before deadline. The
+// bridge uses it to stay inside a classic runtime's request timeout; the
+// context's own deadline should be later than the budget.
+func Budget(deadline time.Time) EventOption {
+	return func(o *eventOptions) { o.budget, o.hasBudget = deadline, true }
+}
