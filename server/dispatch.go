@@ -16,16 +16,333 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 )
 
-// applyFunc merges one plugin's answer into the event's result. changed
+// The dispatch pipeline: one event's delivery to the plugins subscribed to
+// it, in the dispatch order of the event's start (flights.go).
+//
+// A delivery is the per-event value: the typed request, its encoding (kept
+// up to date as plugins change the request), the flight (dispatch order,
+// generation, record, the caller's options), the caller's budget shared
+// among the subscribers, the merge step, and the errors collected. For each
+// slot of the dispatch order, deliver runs these stages; each reads on its
+// own, and each exit is observed (counted, measured, logged, recorded):
+//
+//  1. select (deliver): the slot's instance subscribed to the event;
+//  2. budget (allot): the plugin's timeout for the event, cut to its share
+//     of the caller's budget; nothing left skips it;
+//  3. readiness (await): a plugin still synchronizing is waited for within
+//     that time;
+//  4. dry run (dryRunSkips): in a dry run, plugins without dry-run support
+//     are listed as not evaluated instead of called;
+//  5. encode (encoding): the request's bytes for a remote plugin, within
+//     its maximum message size;
+//  6. call (call, rpc.go): typed from end to end;
+//  7. authorize (answered → refused): the answer's grants and values
+//     (admitAnswer); a refused answer is the plugin's failure;
+//  8. merge (mergeAnswer, update): the answer merged into the result and
+//     the request, and the change appended to the encoding;
+//  9. failure policy (failed, verdict): an unavailable plugin skipped or,
+//     required, failing a creating event, and evicted as its policy says; a
+//     plugin's error vetoing a creating event or collected for the others.
+//
+// Validation (validation.go) runs after the pipeline, on the merged result.
+
+// mergeFunc merges one plugin's answer into the event's result. changed
 // reports whether the request the next plugin sees was modified; changes,
 // when not nil, collects the fields the plugin changed for the record.
 //
 // delta, when not nil, is the change encoded as a message of the request's
 // type holding only what protobuf's merging of concatenated encodings
 // applies exactly (see additiveDelta): appended to the request's encoding
-// before the change, it encodes the request after it.
-// It is asked for only when wantDelta is set.
-type applyFunc func(p *plugin, rsp proto.Message, changes *[]*nriv1beta1.FieldChange, wantDelta bool) (changed bool, delta []byte, err error)
+// before the change, it encodes the request after it. It is asked for only
+// when wantDelta is set.
+type mergeFunc[Rsp proto.Message] func(p *plugin, rsp Rsp, changes *[]*nriv1beta1.FieldChange, wantDelta bool) (changed bool, delta []byte, err error)
+
+// delivery is one event's way through the pipeline.
+type delivery[Req, Rsp proto.Message] struct {
+	s     *Server
+	ev    event[Req, Rsp]
+	req   Req
+	fl    *flight
+	merge mergeFunc[Rsp]                // nil: the answers carry nothing to merge
+	dry   *[]*nriv1beta1.PluginInstance // not nil: a dry run, collecting the plugins not evaluated
+
+	raw   []byte // req encoded, kept up to date as plugins change it; nil: encode when needed
+	last  int    // position of the last remote subscriber: deltas are worth making up to it
+	share budgetShare
+	errs  []*nriv1beta1.PluginError
+}
+
+// dispatch delivers an event to every subscribed plugin in order and merges
+// their answers with merge (nil: nothing to merge). For a creating event the
+// first veto, conflict or unavailable required plugin fails it; for other
+// events errors are collected and delivery goes on.
+func dispatch[Req, Rsp proto.Message](ctx context.Context, s *Server, ev event[Req, Rsp], req Req, fl *flight,
+	merge mergeFunc[Rsp]) ([]*nriv1beta1.PluginError, error) {
+	d := &delivery[Req, Rsp]{s: s, ev: ev, req: req, fl: fl, merge: merge}
+	return d.run(ctx)
+}
+
+// dryRun is dispatch in a dry run: only plugins that declared dry-run
+// support are called; the others are appended to *notEvaluated.
+func dryRun[Req, Rsp proto.Message](ctx context.Context, s *Server, ev event[Req, Rsp], req Req, fl *flight,
+	merge mergeFunc[Rsp], notEvaluated *[]*nriv1beta1.PluginInstance) error {
+	d := &delivery[Req, Rsp]{s: s, ev: ev, req: req, fl: fl, merge: merge, dry: notEvaluated}
+	_, err := d.run(ctx)
+	return err
+}
+
+func (d *delivery[Req, Rsp]) run(ctx context.Context) ([]*nriv1beta1.PluginError, error) {
+	if d.ev.creating && d.dry == nil {
+		if err := d.s.checkRequired(d.ev.eventInfo, d.fl.order); err != nil {
+			return nil, err
+		}
+	}
+	d.raw, d.last = d.fl.raw, -1
+	if d.merge != nil {
+		d.last = lastRemote(d.fl.order, d.ev.mask())
+	}
+	d.share = newBudgetShare(d.fl, d.ev.mask())
+	for i, sl := range d.fl.order {
+		if err := d.deliver(ctx, i, sl); err != nil {
+			return d.errs, err
+		}
+	}
+	return d.errs, nil
+}
+
+// deliver runs the stages for the slot at position i of the dispatch
+// order. An error fails the event.
+func (d *delivery[Req, Rsp]) deliver(ctx context.Context, i int, sl *slot) error {
+	inst := sl.instanceFor(d.ev.mask(), d.fl.gen)
+	if inst == nil {
+		return nil // not subscribed
+	}
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	a, ok, err := d.allot(i, inst)
+	if !ok {
+		return err
+	}
+	p, err := d.await(ctx, sl, inst, &a)
+	if p == nil || d.dryRunSkips(p) {
+		return err
+	}
+	raw, ok, err := d.encoding(p)
+	if !ok {
+		return err
+	}
+	start := time.Now()
+	rsp, err := call(ctx, p, d.ev.rpc, a.timeout, d.req, raw)
+	took := time.Since(start)
+	pc := recordCall(d.fl.rec, p, took)
+	if err != nil {
+		return d.failed(ctx, p, a.cut, took, pc, err)
+	}
+	return d.answered(i, p, rsp, took, pc)
+}
+
+// allotment is how long a plugin may take for the event. cut: the time was
+// shortened by the caller's budget or by waiting for the plugin to be
+// ready, so a timeout is a skip, not the plugin's own failure (no
+// eviction).
+type allotment struct {
+	timeout time.Duration
+	cut     bool
+}
+
+// allot is the budget stage: the plugin's timeout for the event, cut to
+// what the caller's budget leaves it. ok false: the budget is spent and
+// the plugin is skipped (err fails the event when it is required).
+func (d *delivery[Req, Rsp]) allot(i int, inst *plugin) (a allotment, ok bool, err error) {
+	a.timeout = inst.timeouts.forEvent(d.ev.event)
+	left, on := d.share.allowed(i)
+	switch {
+	case !on:
+		return a, true, nil
+	case left <= 0:
+		d.s.observe(inst, d.ev.eventInfo, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, 0, recordCall(d.fl.rec, inst, 0), nil)
+		if inst.required() && d.ev.creating {
+			return a, false, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+				[]string{inst.full}, "%s: required plugin %s was not reached within the time budget", d.ev.name, inst.full)
+		}
+		return a, false, nil
+	case left < a.timeout:
+		a.timeout, a.cut = left, true
+	}
+	return a, true, nil
+}
+
+// await is the readiness stage: the instance to call, waited for within
+// a's time while it synchronizes (a is then cut to what is left). A nil
+// plugin is not called: it unsubscribed meanwhile, or it was not ready in
+// time (skipped; err fails the event when it is required).
+func (d *delivery[Req, Rsp]) await(ctx context.Context, sl *slot, inst *plugin, a *allotment) (*plugin, error) {
+	deadline := time.Now().Add(a.timeout)
+	p, ready, waited := sl.target(ctx, d.ev.mask(), d.fl.gen, deadline)
+	if p != nil {
+		if waited {
+			a.timeout, a.cut = time.Until(deadline), true
+		}
+		return p, nil
+	}
+	if ready {
+		return nil, nil // it unsubscribed meanwhile (a new instance)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	return nil, d.s.skip(inst, d.ev.eventInfo, d.fl.rec, a.timeout, status.Errorf(codes.Unavailable,
+		"plugin %s was not ready (synchronizing) within its %v for %s", inst.full, a.timeout.Round(time.Millisecond), d.ev.name))
+}
+
+// dryRunSkips is the dry-run stage: in a dry run, a plugin without dry-run
+// support is listed and recorded as not evaluated instead of called.
+func (d *delivery[Req, Rsp]) dryRunSkips(p *plugin) bool {
+	if d.dry == nil || p.caps.GetDryRun() {
+		return false
+	}
+	*d.dry = append(*d.dry, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
+	if rec := d.fl.rec; rec != nil {
+		rec.Calls = append(rec.Calls, &nriv1beta1.PluginCall{Plugin: &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
+			InstanceId: p.instanceID, Outcome: nriv1beta1.CallOutcome_CALL_OUTCOME_NOT_EVALUATED})
+	}
+	return true
+}
+
+// encoding is the encode stage: the bytes to send p, encoded once and kept
+// up to date for every remote plugin after it (nil for an in-process
+// plugin, which gets the request itself). ok false: p cannot be sent the
+// request, which is over its maximum message size (skipped; err fails the
+// event when it is required).
+func (d *delivery[Req, Rsp]) encoding(p *plugin) (raw []byte, ok bool, err error) {
+	if !p.c.remote() {
+		return nil, true, nil
+	}
+	if d.raw == nil {
+		if d.raw, err = codec.Encode(d.req); err != nil {
+			return nil, false, status.Errorf(codes.Internal, "encoding %s: %v", d.ev.name, err)
+		}
+	}
+	if len(d.raw) > p.maxMsg {
+		return nil, false, d.s.skip(p, d.ev.eventInfo, d.fl.rec, 0, status.Errorf(codes.ResourceExhausted,
+			"%s request of %d bytes is over plugin %s's maximum message size of %d bytes", d.ev.name, len(d.raw), p.full, p.maxMsg))
+	}
+	return d.raw, true, nil
+}
+
+// answered runs the authorize and merge stages on p's answer. An error (a
+// required plugin's refused answer, a conflict) fails the event.
+func (d *delivery[Req, Rsp]) answered(i int, p *plugin, rsp Rsp, took time.Duration, pc *nriv1beta1.PluginCall) error {
+	if refused := d.s.admitAnswer(p, d.ev.event, d.req, rsp); refused != nil {
+		return d.refused(p, took, pc, refused)
+	}
+	changed, delta, err := d.mergeAnswer(i, p, rsp, pc)
+	d.s.observe(p, d.ev.eventInfo, nriv1beta1.CallOutcome_CALL_OUTCOME_OK, took, pc, nil)
+	if err != nil {
+		return err // the answer conflicts or is refused by the merge
+	}
+	if changed {
+		d.update(delta)
+	}
+	return nil
+}
+
+// refused handles an answer the authorize stage refused: nothing of it is
+// merged; the plugin failed, under its failure policy.
+func (d *delivery[Req, Rsp]) refused(p *plugin, took time.Duration, pc *nriv1beta1.PluginCall, refused error) error {
+	d.s.observe(p, d.ev.eventInfo, nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED, took, pc, refused)
+	d.s.log.Warn("audit: plugin response refused", "plugin", p.full, "identity", p.identity, "event", d.ev.name,
+		"code", status.Code(refused).String(), "reason", status.Convert(refused).Message())
+	if p.required() && d.ev.creating {
+		return dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+			[]string{p.full}, "%s: required plugin %s: %s", d.ev.name, p.full, status.Convert(refused).Message())
+	}
+	d.failOpen(p, nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED, pc)
+	return nil
+}
+
+// mergeAnswer is the merge stage.
+func (d *delivery[Req, Rsp]) mergeAnswer(i int, p *plugin, rsp Rsp, pc *nriv1beta1.PluginCall) (changed bool, delta []byte, err error) {
+	if d.merge == nil {
+		return false, nil, nil
+	}
+	var changes *[]*nriv1beta1.FieldChange
+	if pc != nil {
+		changes = &pc.Changes
+	}
+	return d.merge(p, rsp, changes, d.raw != nil && i < d.last)
+}
+
+// update keeps the encoding in step with a changed request: the change's
+// delta appended, or the encoding dropped (made again when next needed).
+func (d *delivery[Req, Rsp]) update(delta []byte) {
+	if delta == nil || d.raw == nil {
+		d.raw = nil
+		return
+	}
+	// Appending never rewrites the bytes a finished call sent: raw is
+	// clipped (Encoded) or our own.
+	d.raw = append(d.raw, delta...)
+}
+
+// failed is the failure-policy stage for a call that returned err. An
+// unavailable plugin is skipped, or fails a creating event when it is
+// required, and is evicted as its policy says (afterFailure); an error the
+// plugin answered with is its verdict.
+func (d *delivery[Req, Rsp]) failed(ctx context.Context, p *plugin, cut bool, took time.Duration, pc *nriv1beta1.PluginCall, err error) error {
+	ev := d.ev.eventInfo
+	if ctx.Err() != nil {
+		d.s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE, took, pc, err)
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	outcome, avail := classify(err)
+	if !avail {
+		return d.verdict(p, took, pc, err)
+	}
+	if cut && outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT {
+		// Cut short by the caller's budget or the wait for it, not by its
+		// own timeout: skipped, not disconnected.
+		outcome = nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED
+	}
+	d.s.observe(p, ev, outcome, took, pc, err)
+	if outcome != nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED {
+		d.s.afterFailure(p, outcome, err)
+	}
+	if p.required() && ev.creating {
+		return dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
+			[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, clip(status.Convert(err).Message()))
+	}
+	d.failOpen(p, outcome, pc)
+	return nil
+}
+
+// verdict handles an error the plugin answered with: it vetoes a creating
+// event; for the others it is collected for the runtime and delivery goes
+// on.
+func (d *delivery[Req, Rsp]) verdict(p *plugin, took time.Duration, pc *nriv1beta1.PluginCall, err error) error {
+	st := status.Convert(err)
+	if d.ev.creating {
+		d.s.observe(p, d.ev.eventInfo, nriv1beta1.CallOutcome_CALL_OUTCOME_VETO, took, pc, err)
+		return dispatchError(st.Code(), nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_VETOED, []string{p.full},
+			"plugin %s vetoed %s: %s", p.full, d.ev.name, clip(st.Message()))
+	}
+	d.s.observe(p, d.ev.eventInfo, nriv1beta1.CallOutcome_CALL_OUTCOME_ERROR, took, pc, err)
+	d.errs = append(d.errs, &nriv1beta1.PluginError{
+		Plugin:  &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
+		Code:    int32(st.Code()),
+		Message: clip(st.Message()),
+	})
+	return nil
+}
+
+// failOpen counts an event that went on without p, as its policy allows.
+func (d *delivery[Req, Rsp]) failOpen(p *plugin, outcome nriv1beta1.CallOutcome, pc *nriv1beta1.PluginCall) {
+	d.s.opts.metrics.FailedOpen(p.full, d.ev.event, outcome)
+	if pc != nil {
+		pc.FailedOpen = true
+	}
+}
 
 // lastRemote returns the position in order of the last slot whose plugin,
 // as registered now, subscribes to mask over gRPC, or -1.
@@ -78,192 +395,6 @@ func (s *Server) checkRequired(ev *eventInfo, order []*slot) error {
 	}
 	return dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE, missing,
 		"%s: required plugins %q not present", ev.name, missing)
-}
-
-// dispatch delivers an event to every subscribed plugin in order and merges
-// their answers with apply. For a creating event the first veto, conflict
-// or unavailable required plugin fails it; for other events errors are
-// collected and delivery goes on.
-func (s *Server) dispatch(ctx context.Context, ev *eventInfo, req proto.Message, newRsp func() proto.Message,
-	apply applyFunc, fl *flight) ([]*nriv1beta1.PluginError, error) {
-	return s.dispatchTo(ctx, ev, req, newRsp, apply, fl, nil)
-}
-
-// dispatchTo is dispatch; with dry set, only plugins that declared dry-run
-// support are called and the others are appended to *dry.
-func (s *Server) dispatchTo(ctx context.Context, ev *eventInfo, req proto.Message, newRsp func() proto.Message,
-	apply applyFunc, fl *flight, dry *[]*nriv1beta1.PluginInstance) ([]*nriv1beta1.PluginError, error) {
-	rec, order := fl.rec, fl.order
-	if ev.creating && dry == nil {
-		if err := s.checkRequired(ev, order); err != nil {
-			return nil, err
-		}
-	}
-	var (
-		raw  = fl.raw // req encoded, kept up to date as plugins change it
-		errs []*nriv1beta1.PluginError
-	)
-	// Deltas are worth making only up to the last plugin that takes the
-	// encoding.
-	last := -1
-	if apply != nil {
-		last = lastRemote(order, ev.mask())
-	}
-	share := newBudgetShare(fl, ev.mask())
-	for i, sl := range order {
-		inst := sl.instanceFor(ev.mask(), fl.gen)
-		if inst == nil {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return errs, status.FromContextError(err).Err()
-		}
-		timeout := inst.timeouts.forEvent(ev.event)
-		// cut: the call's time was shortened by the caller's budget or by
-		// waiting for the plugin to be ready, so a timeout is a skip, not
-		// the plugin's own failure (no eviction).
-		cut := false
-		if left, ok := share.allowed(i); ok {
-			if left <= 0 {
-				// The caller's budget is spent: skip the plugin, or fail
-				// the event if it is required.
-				s.observe(inst, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED, 0, recordCall(rec, inst, 0), nil)
-				if inst.required() && ev.creating {
-					return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
-						[]string{inst.full}, "%s: required plugin %s was not reached within the time budget", ev.name, inst.full)
-				}
-				continue
-			}
-			if left < timeout {
-				timeout, cut = left, true
-			}
-		}
-		deadline := time.Now().Add(timeout)
-		p, ready, waited := sl.target(ctx, ev.mask(), fl.gen, deadline)
-		if p == nil {
-			if ready {
-				continue // it unsubscribed meanwhile (a new instance)
-			}
-			if err := ctx.Err(); err != nil {
-				return errs, status.FromContextError(err).Err()
-			}
-			// Still synchronizing when its time for the event ran out.
-			if err := s.skip(inst, ev, rec, timeout, status.Errorf(codes.Unavailable, "plugin %s was not ready (synchronizing) within its %v for %s",
-				inst.full, timeout.Round(time.Millisecond), ev.name)); err != nil {
-				return errs, err
-			}
-			continue
-		}
-		if dry != nil && !p.caps.GetDryRun() {
-			*dry = append(*dry, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
-			if rec != nil {
-				rec.Calls = append(rec.Calls, &nriv1beta1.PluginCall{Plugin: &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
-					InstanceId: p.instanceID, Outcome: nriv1beta1.CallOutcome_CALL_OUTCOME_NOT_EVALUATED})
-			}
-			continue
-		}
-		if waited {
-			timeout, cut = time.Until(deadline), true
-		}
-		if raw == nil && p.c.remote() {
-			var err error
-			if raw, err = codec.Encode(req); err != nil {
-				return errs, status.Errorf(codes.Internal, "encoding %s: %v", ev.name, err)
-			}
-		}
-		if raw != nil && len(raw) > p.maxMsg {
-			// nrid cannot send it.
-			if err := s.skip(p, ev, rec, 0, status.Errorf(codes.ResourceExhausted, "%s request of %d bytes is over plugin %s's maximum message size of %d bytes",
-				ev.name, len(raw), p.full, p.maxMsg)); err != nil {
-				return errs, err
-			}
-			continue
-		}
-		start := time.Now()
-		rsp, err := p.call(ctx, ev.method, timeout, req, raw, newRsp)
-		d := time.Since(start)
-		pc := recordCall(rec, p, d)
-		if err == nil {
-			if refused := s.admitAnswer(p, ev.event, req, rsp); refused != nil {
-				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED, d, pc, refused)
-				s.log.Warn("audit: plugin response refused", "plugin", p.full, "identity", p.identity, "event", ev.name,
-					"code", status.Code(refused).String(), "reason", status.Convert(refused).Message())
-				if p.required() && ev.creating {
-					return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
-						[]string{p.full}, "%s: required plugin %s: %s", ev.name, p.full, status.Convert(refused).Message())
-				}
-				s.opts.metrics.FailedOpen(p.full, ev.event, nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED)
-				if pc != nil {
-					pc.FailedOpen = true
-				}
-				continue
-			}
-			var changes *[]*nriv1beta1.FieldChange
-			if pc != nil {
-				changes = &pc.Changes
-			}
-			changed := false
-			var delta []byte
-			if apply != nil {
-				changed, delta, err = apply(p, rsp, changes, raw != nil && i < last)
-			}
-			if err == nil {
-				s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_OK, d, pc, nil)
-				if changed {
-					if delta != nil && raw != nil {
-						// Appending never rewrites the bytes the finished
-						// call sent: raw is clipped or our own.
-						raw = append(raw, delta...)
-					} else {
-						raw = nil
-					}
-				}
-				continue
-			}
-			// A merge error: the plugin's answer conflicts or is refused.
-			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_OK, d, pc, nil)
-			return errs, err
-		}
-		if ctx.Err() != nil {
-			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE, d, pc, err)
-			return errs, status.FromContextError(ctx.Err()).Err()
-		}
-		outcome, avail := classify(err)
-		if avail && cut && outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT {
-			// Cut short by the caller's budget or the wait for it, not by
-			// its own timeout: skipped, not disconnected.
-			outcome = nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED
-		}
-		if avail {
-			s.observe(p, ev, outcome, d, pc, err)
-			if outcome != nriv1beta1.CallOutcome_CALL_OUTCOME_SKIPPED {
-				s.afterFailure(p, outcome, err)
-			}
-			if p.required() && ev.creating {
-				return errs, dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE,
-					[]string{p.full}, "%s: required plugin %s is unavailable: %s", ev.name, p.full, clip(status.Convert(err).Message()))
-			}
-			s.opts.metrics.FailedOpen(p.full, ev.event, outcome)
-			if pc != nil {
-				pc.FailedOpen = true
-			}
-			continue
-		}
-		if ev.creating {
-			s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_VETO, d, pc, err)
-			st := status.Convert(err)
-			return errs, dispatchError(st.Code(), nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_VETOED, []string{p.full},
-				"plugin %s vetoed %s: %s", p.full, ev.name, clip(st.Message()))
-		}
-		s.observe(p, ev, nriv1beta1.CallOutcome_CALL_OUTCOME_ERROR, d, pc, err)
-		st := status.Convert(err)
-		errs = append(errs, &nriv1beta1.PluginError{
-			Plugin:  &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx},
-			Code:    int32(st.Code()),
-			Message: clip(st.Message()),
-		})
-	}
-	return errs, nil
 }
 
 // skip records that p was not called for ev, after d, for a reason that is

@@ -28,7 +28,7 @@ func (s *Server) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nr
 	case nriv1beta1.Event_EVENT_CREATE_CONTAINER:
 		creq := &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr, DryRun: true}
 		m := merge.NewCreate(creq)
-		_, err = s.dispatchTo(ctx, evCreateContainer, creq, newRsp[nriv1beta1.CreateContainerResponse](), createApply(m, creq), fl, &out.NotEvaluated)
+		err = dryRun(ctx, s, evCreateContainer, creq, fl, createMerge(m, creq), &out.NotEvaluated)
 		if err == nil {
 			res := m.Result()
 			out.Adjust, out.Update, out.Evict = res.Adjust, res.Update, res.Evict
@@ -36,7 +36,7 @@ func (s *Server) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nr
 	case nriv1beta1.Event_EVENT_UPDATE_CONTAINER:
 		ureq := &nriv1beta1.UpdateContainerRequest{Pod: pod, Container: ctr, LinuxResources: req.GetLinuxResources().CloneVT(), DryRun: true}
 		m := merge.NewUpdate(ureq)
-		_, err = s.dispatchTo(ctx, evUpdateContainer, ureq, newRsp[nriv1beta1.UpdateContainerResponse](), updateApply(m), fl, &out.NotEvaluated)
+		err = dryRun(ctx, s, evUpdateContainer, ureq, fl, updateMerge(m), &out.NotEvaluated)
 		if err == nil {
 			res := m.Result()
 			out.Update, out.Evict, out.LinuxResources = res.Update, res.Evict, res.LinuxResources

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
@@ -180,8 +179,7 @@ func TestUnreachableIsNotAPluginsAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	_, err = c.invoke(ctx, nriv1beta1.PluginService_Configure_FullMethodName, &nriv1beta1.ConfigureRequest{}, nil,
-		func() proto.Message { return &nriv1beta1.ConfigureResponse{} })
+	err = c.invoke(ctx, nriv1beta1.PluginService_Configure_FullMethodName, &nriv1beta1.ConfigureRequest{}, &nriv1beta1.ConfigureResponse{})
 	if status.Code(err) != codes.Unimplemented || c.(*dialedConn).unreachable(err) {
 		t.Fatalf("got %v", err)
 	}

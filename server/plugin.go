@@ -12,12 +12,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/internal/utf8check"
 )
 
 // Metadata keys on every server-to-plugin call.
@@ -189,33 +187,6 @@ func (p *plugin) callContext(ctx context.Context, d time.Duration) (context.Cont
 	return ctx, cancel
 }
 
-var errClosed = status.Error(codes.Unavailable, "plugin connection closed")
-
-// call makes one call to the plugin under its concurrency limit.
-func (p *plugin) call(ctx context.Context, method string, d time.Duration, req proto.Message, raw []byte, newRsp func() proto.Message) (proto.Message, error) {
-	cctx, cancel := p.callContext(ctx, d)
-	defer cancel()
-	select {
-	case p.sem <- struct{}{}:
-	case <-cctx.Done():
-		return nil, status.FromContextError(cctx.Err()).Err()
-	case <-p.closed:
-		return nil, errClosed
-	}
-	defer func() { <-p.sem }()
-	rsp, err := p.c.invoke(cctx, method, req, raw, newRsp)
-	if err != nil {
-		return nil, err
-	}
-	// The fast decoder does not check strings: a plugin's invalid UTF-8
-	// must not reach a runtime (whose protobuf-go client could not decode
-	// the answer) or nrid's own clients.
-	if field := utf8check.Check(rsp); field != "" {
-		return nil, protocolError{status.Newf(codes.Internal, "the plugin's response is malformed: %s is not valid UTF-8", field)}
-	}
-	return rsp, nil
-}
-
 // protocolError is a response nrid refuses to take (not one the plugin
 // meant as an error): an availability failure, and the plugin is evicted.
 type protocolError struct{ st *status.Status }
@@ -252,9 +223,7 @@ func (p *plugin) shutdown(kind nriv1beta1.ShutdownKind, reason string) {
 	p.retiring.Store(true)
 	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_CLOSING)
 	ctx, cancel := context.WithTimeout(context.Background(), p.s.opts.shutdownGrace)
-	_, err := p.call(ctx, nriv1beta1.PluginService_Shutdown_FullMethodName, p.s.opts.shutdownGrace,
-		&nriv1beta1.ShutdownRequest{Reason: reason, Kind: kind}, nil,
-		func() proto.Message { return &nriv1beta1.ShutdownResponse{} })
+	_, err := call(ctx, p, rpcShutdown, p.s.opts.shutdownGrace, &nriv1beta1.ShutdownRequest{Reason: reason, Kind: kind}, nil)
 	cancel()
 	if err != nil {
 		p.s.log.Debug("shutdown call failed", "plugin", p.full, "error", err)

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/untrusted"
@@ -381,8 +380,7 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) (answe
 	// Configure makes the first connection to a remote plugin: its dialer
 	// logs under the plugin's name.
 	bindConn(p)
-	rsp, err := p.call(ctx, nriv1beta1.PluginService_Configure_FullMethodName, s.opts.registrationTimeout, req, nil,
-		func() proto.Message { return &nriv1beta1.ConfigureResponse{} })
+	cr, err := call(ctx, p, rpcConfigure, s.opts.registrationTimeout, req, nil)
 	if err != nil && connUnreachable(p, err) {
 		// The same refusal whatever the cause (endpoint.go); the cause is
 		// in the dialer's log line and here.
@@ -394,7 +392,6 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) (answe
 		return false, refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_CONFIGURE_FAILED, "",
 			"configuring plugin %s: %v", p.full, err)
 	}
-	cr := rsp.(*nriv1beta1.ConfigureResponse)
 	mask := uint32(cr.GetEvents())
 	if cr.GetEvents() < 0 || mask&^AllEvents != 0 {
 		return true, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,

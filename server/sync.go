@@ -116,12 +116,10 @@ func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.
 			}
 			raw = e.raw
 		}
-		rsp, err := p.call(ctx, nriv1beta1.PluginService_Synchronize_FullMethodName, p.timeouts.sync, req, raw,
-			newRsp[nriv1beta1.SynchronizeResponse]())
+		r, err := call(ctx, p, rpcSynchronize, p.timeouts.sync, req, raw)
 		if err != nil {
 			return nil, nil, fmt.Errorf("page %d of %d: %w", i+1, len(pages), err)
 		}
-		r := rsp.(*nriv1beta1.SynchronizeResponse)
 		if more && (!r.GetMore() || len(r.GetUpdate()) > 0 || len(r.GetEvict()) > 0) {
 			return nil, nil, status.Errorf(codes.FailedPrecondition,
 				"plugin does not handle split synchronization: its reply to page %d of %d must echo more=true and carry no updates",
@@ -237,6 +235,20 @@ func (s *Server) resyncOnce(p *plugin, gonePods []*nriv1beta1.PodSandbox, goneCt
 	return nil
 }
 
+// teardown sends a synthesized teardown event to p if it subscribed to
+// it. Only an availability failure is an error: errors are ignored as for
+// any teardown event.
+func teardown[Req, Rsp proto.Message](ctx context.Context, p *plugin, ev event[Req, Rsp], req Req) error {
+	if p.mask&ev.mask() == 0 {
+		return nil
+	}
+	_, err := call(ctx, p, ev.rpc, p.timeouts.forEvent(ev.event), req, nil)
+	if o, avail := classify(err); err != nil && avail {
+		return fmt.Errorf("%s: %s: %w", ev.name, o, err)
+	}
+	return nil
+}
+
 // synthesizeTeardown tells a plugin without resync support about the
 // containers and pods that vanished, with the teardown events it
 // subscribed to. Their errors are ignored, as for any teardown event.
@@ -244,16 +256,6 @@ func (s *Server) synthesizeTeardown(ctx context.Context, p *plugin, pods []*nriv
 	podOf := map[string]*nriv1beta1.PodSandbox{}
 	for _, pod := range pods {
 		podOf[pod.GetId()] = pod
-	}
-	send := func(ev *eventInfo, req proto.Message, rsp func() proto.Message) error {
-		if p.mask&ev.mask() == 0 {
-			return nil
-		}
-		_, err := p.call(ctx, ev.method, p.timeouts.forEvent(ev.event), req, nil, rsp)
-		if o, avail := classify(err); err != nil && avail {
-			return fmt.Errorf("%s: %s: %w", ev.name, o, err)
-		}
-		return nil
 	}
 	for _, c := range ctrs {
 		pod := podOf[c.GetPodSandboxId()]
@@ -264,16 +266,16 @@ func (s *Server) synthesizeTeardown(ctx context.Context, p *plugin, pods []*nriv
 			pod = &nriv1beta1.PodSandbox{Id: c.GetPodSandboxId()}
 		}
 		if err := errors.Join(
-			send(evStopContainer, &nriv1beta1.StopContainerRequest{Pod: pod, Container: c}, newRsp[nriv1beta1.StopContainerResponse]()),
-			send(evRemoveContainer, &nriv1beta1.RemoveContainerRequest{Pod: pod, Container: c}, newRsp[nriv1beta1.RemoveContainerResponse]()),
+			teardown(ctx, p, evStopContainer, &nriv1beta1.StopContainerRequest{Pod: pod, Container: c}),
+			teardown(ctx, p, evRemoveContainer, &nriv1beta1.RemoveContainerRequest{Pod: pod, Container: c}),
 		); err != nil {
 			return err
 		}
 	}
 	for _, pod := range pods {
 		if err := errors.Join(
-			send(evStopPodSandbox, &nriv1beta1.StopPodSandboxRequest{Pod: pod}, newRsp[nriv1beta1.StopPodSandboxResponse]()),
-			send(evRemovePodSandbox, &nriv1beta1.RemovePodSandboxRequest{Pod: pod}, newRsp[nriv1beta1.RemovePodSandboxResponse]()),
+			teardown(ctx, p, evStopPodSandbox, &nriv1beta1.StopPodSandboxRequest{Pod: pod}),
+			teardown(ctx, p, evRemovePodSandbox, &nriv1beta1.RemovePodSandboxRequest{Pod: pod}),
 		); err != nil {
 			return err
 		}
