@@ -294,7 +294,7 @@ func (p *Plugin) listen() (net.Listener, error) {
 }
 
 // newServer makes the gRPC server of the endpoint: PluginService, health
-// and reflection, behind authentication and the instance check.
+// and reflection, behind the interceptor chain (chain).
 func (p *Plugin) newServer() (*grpc.Server, *health.Server, error) {
 	var creds credentials.TransportCredentials
 	if p.endpoint.unix {
@@ -307,14 +307,14 @@ func (p *Plugin) newServer() (*grpc.Server, *health.Server, error) {
 		creds = credentials.NewTLS(cfg)
 	}
 	max := p.maxMessageSize() + 64<<10
-	srv := grpc.NewServer(append([]grpc.ServerOption{
+	opts := []grpc.ServerOption{
 		grpc.Creds(creds),
 		codec.ServerOption(),
 		grpc.MaxRecvMsgSize(max),
 		grpc.MaxSendMsgSize(max),
-		grpc.ChainUnaryInterceptor(p.unaryInterceptor),
-		grpc.ChainStreamInterceptor(p.streamInterceptor),
-	}, flowctl.ServerOptions()...)...)
+	}
+	opts = append(opts, p.chain()...)
+	srv := grpc.NewServer(append(opts, flowctl.ServerOptions()...)...)
 	nriv1beta1.RegisterPluginServiceServer(grpcreg.Registrar(srv), &service{p: p})
 	hs := health.NewServer()
 	setHealth(hs, healthpb.HealthCheckResponse_NOT_SERVING)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -16,43 +15,40 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/interceptor"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 )
 
 // pluginServicePrefix prefixes the full method names of PluginService.
 const pluginServicePrefix = "/nri.v1beta1.PluginService/"
 
-// unaryInterceptor authenticates the caller, checks the instance id of
-// PluginService calls (Configure checks it itself) and turns a panicking
-// handler into an INTERNAL status.
-func (p *Plugin) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (rsp any, err error) {
-	if err := p.authenticate(ctx); err != nil {
-		p.log.Warn("refused a call", "method", info.FullMethod, "error", err)
-		return nil, err
-	}
-	if strings.HasPrefix(info.FullMethod, pluginServicePrefix) && info.FullMethod != nriv1beta1.PluginService_Configure_FullMethodName {
-		if err := p.checkInstance(ctx); err != nil {
-			p.log.Debug("refused a call for another instance", "method", info.FullMethod, "error", err)
-			return nil, err
-		}
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error("handler panicked", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
-			rsp, err = nil, status.Errorf(codes.Internal, "handler panicked: %v", r)
-		}
-	}()
-	return handler(ctx, req)
+// chain returns the interceptor chain of the endpoint's server: recovery
+// (a panicking handler answers INTERNAL with the panic's value, for the
+// server to record), authentication, and the instance check of
+// PluginService calls. The SDK logs no call but refusals and panics.
+func (p *Plugin) chain() []grpc.ServerOption {
+	return interceptor.ServerOptions(
+		interceptor.WithLogger(p.log),
+		interceptor.WithAuthenticator(interceptor.AuthFunc(func(ctx context.Context) (context.Context, error) {
+			return ctx, p.authenticate(ctx)
+		})),
+		interceptor.WithAccess(p.checkCall),
+		interceptor.WithoutCallLog(),
+		interceptor.WithPanicDetails(),
+	)
 }
 
-// streamInterceptor authenticates the callers of streaming methods
-// (reflection, health watches).
-func (p *Plugin) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if err := p.authenticate(ss.Context()); err != nil {
-		p.log.Warn("refused a call", "method", info.FullMethod, "error", err)
+// checkCall checks the instance id of PluginService calls (Configure checks
+// it itself).
+func (p *Plugin) checkCall(ctx context.Context, fullMethod string) error {
+	if !strings.HasPrefix(fullMethod, pluginServicePrefix) || fullMethod == nriv1beta1.PluginService_Configure_FullMethodName {
+		return nil
+	}
+	if err := p.checkInstance(ctx); err != nil {
+		p.log.Debug("refused a call for another instance", "method", fullMethod, "error", err)
 		return err
 	}
-	return handler(srv, ss)
+	return nil
 }
 
 // authenticate lets through root, the server's uid (learned from the peer

@@ -19,11 +19,13 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/nri-grpc/nri-grpc/auth"
 	"github.com/nri-grpc/nri-grpc/bridge"
-	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/auth"
 	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/config"
 	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
+	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/tlsconf"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/interceptor"
 	"github.com/nri-grpc/nri-grpc/internal/apidesc"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
@@ -74,13 +76,13 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 	}
 	var pluginTLS *tls.Config
 	if cfg.TCP.Address != "" {
-		d.tlsConf, err = auth.ServerTLS(cfg.TCP.CertFile, cfg.TCP.KeyFile, cfg.TCP.ClientCAFile, cfg.TCP.ClientAuth == "require")
+		d.tlsConf, err = tlsconf.ServerTLS(cfg.TCP.CertFile, cfg.TCP.KeyFile, cfg.TCP.ClientCAFile, cfg.TCP.ClientAuth == "require")
 		if err != nil {
 			return nil, fmt.Errorf("tcp: %w", err)
 		}
 		// TCP plugin endpoints are dialed with the same certificate, and
 		// verified against the same CA as client certificates.
-		if pluginTLS, err = auth.PluginClientTLS(cfg.TCP.CertFile, cfg.TCP.KeyFile, cfg.TCP.ClientCAFile); err != nil {
+		if pluginTLS, err = tlsconf.PluginClientTLS(cfg.TCP.CertFile, cfg.TCP.KeyFile, cfg.TCP.ClientCAFile); err != nil {
 			return nil, fmt.Errorf("tcp: %w", err)
 		}
 	}
@@ -136,14 +138,14 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 	rs, as, admin := d.srv.RuntimeService(), d.srv.AdaptationService(), d.srv.AdminService(adminOpts...)
 	d.health = health.NewServer()
 
-	chain := auth.ServerOptions(auth.ChainConfig{
-		Authenticator: auth.New(auth.Config{Tokens: tokens, Known: d.policy.Known, Log: d.log}),
-		Access:        d.policy.AuthorizeCall,
-		Log:           d.log,
-		RegisterRate:  s.RegisterRate,
-		RegisterBurst: s.RegisterBurst,
-		Unary:         []grpc.UnaryServerInterceptor{d.srv.SimulationGuard()},
-	})
+	chain := interceptor.ServerOptions(
+		interceptor.WithLogger(d.log),
+		interceptor.WithAuthenticator(auth.New(auth.WithTokens(tokens), auth.WithKnown(d.policy.Known))),
+		interceptor.WithAccess(auth.Access(d.policy.AuthorizeCall)),
+		interceptor.WithPublic(healthpb.Health_ServiceDesc.ServiceName), // health is open to everybody
+		interceptor.WithRegisterRate(s.RegisterRate, s.RegisterBurst),
+		interceptor.WithUnary(d.srv.SimulationGuard()),
+	)
 	common := []grpc.ServerOption{
 		codec.ServerOption(),
 		grpc.MaxRecvMsgSize(s.MaxMessageSize),
@@ -171,7 +173,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 		return nil, err
 	}
 	if d.tlsConf != nil {
-		d.tcp, err = newGRPC(grpc.Creds(auth.LogHandshakeFailures(credentials.NewTLS(d.tlsConf), d.log)),
+		d.tcp, err = newGRPC(grpc.Creds(tlsconf.LogHandshakeFailures(credentials.NewTLS(d.tlsConf), d.log)),
 			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}))
 		if err != nil {

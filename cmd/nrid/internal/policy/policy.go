@@ -3,7 +3,7 @@
 // plugins may receive, which adjustment fields they may change, failure
 // policy and timeout caps, endpoint forms, AdminService and
 // AdaptationService access), implements server.Authorizer, and answers the
-// per-service access checks of the authentication interceptor.
+// per-service access checks of the interceptor chain (package interceptor).
 //
 // # Model
 //

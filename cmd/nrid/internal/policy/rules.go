@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nri-grpc/nri-grpc/auth"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server"
 )
@@ -319,7 +320,7 @@ func parseMatcher(s string) (matcher, error) {
 	case kindCert:
 		return matcher{kind: kind, value: value}, nil
 	case kindToken:
-		if err := CheckTokenName(value); err != nil {
+		if err := auth.CheckTokenName(value); err != nil {
 			return matcher{}, fmt.Errorf("%q: %v", s, err)
 		}
 		return matcher{kind: kind, value: value}, nil
@@ -330,19 +331,6 @@ func parseMatcher(s string) (matcher, error) {
 		return matcher{kind: kind, value: value}, nil
 	}
 	return matcher{}, fmt.Errorf("%q: unknown identity kind %q; use uid, gid, user, group, cert, token or launch", s, kind)
-}
-
-// CheckTokenName accepts token names: [A-Za-z0-9_.-]+.
-func CheckTokenName(name string) error {
-	if name == "" {
-		return fmt.Errorf("token name is empty")
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
-			return fmt.Errorf("token name %q contains %q; allowed are [A-Za-z0-9_.-]", name, r)
-		}
-	}
-	return nil
 }
 
 // validName applies the plugin name rule of docs/PROTOCOL.md §3.

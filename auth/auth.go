@@ -1,29 +1,28 @@
-// Package auth authenticates nrid's callers and assembles nrid's gRPC
-// interceptor chain.
+// Package auth establishes who calls an NRI server (nrid, or a program
+// embedding package server), for the authentication step of the
+// interceptor chain (package interceptor). Identities:
 //
-// Identities:
-//   - "uid:N" on the unix socket, from the peer credentials (SO_PEERCRED)
+//   - "uid:N" on a unix socket, from the peer credentials (SO_PEERCRED)
 //     read during the handshake (peercred.Credentials).
 //   - "cert:CN" on TCP, which is always TLS: the subject common name of the
 //     verified client certificate (mTLS).
-//   - "token:NAME" for a bearer token from the tokens file, on TCP: a valid
-//     token upgrades a client whose certificate the policy does not know,
-//     or (with client_auth = "optional") a client without a certificate.
-//   - "launch:NN-name" for a plugin nrid launched: the server binds the
-//     registration to the launch slot whose socket the plugin registers
-//     (server.Launch); LaunchIdentity names it and the policy only accepts
-//     it from processes of an owner uid.
+//   - "token:NAME" for a bearer token of the Tokens (WithTokens), on TCP: a
+//     valid token upgrades a client whose certificate the policy does not
+//     know (WithKnown), or a client without a certificate (when the TLS
+//     configuration lets one connect).
+//   - "launch:NN-name" is not established here: the server binds the
+//     registration of a plugin it launched to the launch slot whose socket
+//     the plugin registers (server.Launch).
 //
-// The authenticated identity is attached to the call's context with
-// server.ContextWithIdentity, where the server and the policy read it.
+// An Authenticator attaches the identity to the call's context with
+// server.ContextWithIdentity, where the server and the policy read it. It
+// logs nothing: the interceptor chain logs refusals.
 package auth
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -34,52 +33,67 @@ import (
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
-// LaunchIdentity is the identity of the pre-launched plugin full ("NN-name").
-func LaunchIdentity(full string) string { return "launch:" + full }
-
 // Authenticator turns a call's transport credentials (and bearer token)
-// into a server.Identity. It is safe for concurrent use.
+// into a server.Identity. It implements interceptor.Authenticator and is
+// safe for concurrent use.
 type Authenticator struct {
 	tokens *Tokens
 	known  func(identity string) bool
-	log    *slog.Logger
 }
 
-// Config configures an Authenticator.
-type Config struct {
-	// Tokens are the bearer tokens accepted on TCP (nil: none).
-	Tokens *Tokens
-	// Known reports whether the policy grants an identity anything (nil:
-	// every certificate identity counts as known, so tokens only serve
-	// clients without a certificate).
-	Known func(identity string) bool
-	// Log receives one line per refused authentication.
-	Log *slog.Logger
+// Option configures an Authenticator.
+type Option func(*Authenticator)
+
+// WithTokens sets the bearer tokens accepted on TCP. The default is none.
+func WithTokens(t *Tokens) Option {
+	return func(a *Authenticator) { a.tokens = t }
+}
+
+// WithKnown tells which identities the policy grants anything
+// (policy.Policy.Known): a valid token wins over a certificate identity
+// that is not known. Without it, every certificate identity counts as
+// known, so tokens only serve clients without a certificate.
+func WithKnown(known func(identity string) bool) Option {
+	return func(a *Authenticator) { a.known = known }
 }
 
 // New returns an Authenticator.
-func New(c Config) *Authenticator {
-	a := &Authenticator{tokens: c.Tokens, known: c.Known, log: c.Log}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
+func New(opts ...Option) *Authenticator {
+	a := &Authenticator{}
+	for _, o := range opts {
+		o(a)
 	}
 	return a
 }
 
-// Authenticate is the auth.AuthFunc of the interceptor chain: it attaches
-// the caller's identity, or refuses the call with UNAUTHENTICATED.
+// Authenticate attaches the caller's identity to ctx, or refuses the call
+// with UNAUTHENTICATED.
 func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, error) {
 	id, err := a.Identify(ctx)
 	if err != nil {
-		method, _ := grpc.Method(ctx)
-		addr := ""
-		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-			addr = p.Addr.String()
-		}
-		a.log.Warn("authentication refused", "method", method, "peer", addr, "reason", status.Convert(err).Message())
 		return nil, err
 	}
 	return server.ContextWithIdentity(ctx, id), nil
+}
+
+// Caller returns the name of the identity Authenticate attached ("" if
+// none).
+func (a *Authenticator) Caller(ctx context.Context) string {
+	id, _ := server.IdentityFromContext(ctx)
+	return id.Name
+}
+
+// Access adapts a per-method check of server identities (such as
+// policy.Policy.AuthorizeCall) to interceptor.WithAccess. A call without
+// an identity is refused with UNAUTHENTICATED.
+func Access(check func(id server.Identity, fullMethod string) error) func(ctx context.Context, fullMethod string) error {
+	return func(ctx context.Context, fullMethod string) error {
+		id, ok := server.IdentityFromContext(ctx)
+		if !ok {
+			return status.Error(codes.Unauthenticated, "the caller is not authenticated")
+		}
+		return check(id, fullMethod)
+	}
 }
 
 // Identify returns the identity of the caller of a server-side call.

@@ -1,4 +1,7 @@
-package auth
+// Package tlsconf builds nrid's TLS configurations from the files its
+// configuration names ([tcp] cert_file, key_file, client_ca_file), and logs
+// the handshakes its TCP listener refuses.
+package tlsconf
 
 import (
 	"context"

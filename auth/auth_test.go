@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/nri-grpc/nri-grpc/interceptor"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/server"
 )
@@ -78,35 +78,6 @@ func TestLoadTokensRefusesWorldReadable(t *testing.T) {
 	}
 }
 
-func TestLimiter(t *testing.T) {
-	l := newIdentityLimiter(2, 3)
-	now := time.Unix(1000, 0)
-	l.now = func() time.Time { return now }
-	a := server.ContextWithIdentity(context.Background(), server.Identity{Name: "uid:1"})
-	b := server.ContextWithIdentity(context.Background(), server.Identity{Name: "uid:2"})
-	for i := 0; i < 3; i++ {
-		if err := l.Limit(a); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	if err := l.Limit(a); err == nil || !strings.Contains(err.Error(), `"uid:1"`) {
-		t.Fatalf("the 4th call in a burst of 3: %v", err)
-	}
-	if err := l.Limit(b); err != nil {
-		t.Fatalf("another identity: %v", err)
-	}
-	now = now.Add(500 * time.Millisecond) // one token at 2/s
-	if err := l.Limit(a); err != nil {
-		t.Fatalf("after refill: %v", err)
-	}
-	if err := l.Limit(a); err == nil {
-		t.Fatal("only one token was refilled")
-	}
-	if newIdentityLimiter(0, 10) != nil {
-		t.Fatal("rate 0 must disable the limiter")
-	}
-}
-
 // tlsCtx builds the context of a call over TLS with a verified client
 // certificate whose CN is cn ("" for no certificate) and the given
 // authorization header ("" for none).
@@ -131,7 +102,7 @@ func TestIdentify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := New(Config{Tokens: tokens, Known: func(id string) bool { return id == "cert:ops" }})
+	a := New(WithTokens(tokens), WithKnown(func(id string) bool { return id == "cert:ops" }))
 	for _, c := range []struct {
 		ctx  context.Context
 		want string
@@ -165,5 +136,39 @@ func TestIdentify(t *testing.T) {
 	}
 	if got, ok := server.IdentityFromContext(ctx); !ok || got.Name != "cert:ops" {
 		t.Errorf("the identity is not attached: %+v", got)
+	}
+	if got := a.Caller(ctx); got != "cert:ops" {
+		t.Errorf("Caller = %q", got)
+	}
+	if _, err := a.Authenticate(tlsCtx("", "")); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("no certificate, no token: %v", err)
+	}
+}
+
+// The Authenticator is what the interceptor chain takes.
+var _ interceptor.Authenticator = (*Authenticator)(nil)
+
+func TestAccess(t *testing.T) {
+	var got []string
+	check := Access(func(id server.Identity, method string) error {
+		got = append(got, id.Name+" "+method)
+		if id.Name != "cert:ops" {
+			return status.Error(codes.PermissionDenied, "no")
+		}
+		return nil
+	})
+	ops := server.ContextWithIdentity(context.Background(), server.Identity{Name: "cert:ops"})
+	other := server.ContextWithIdentity(context.Background(), server.Identity{Name: "cert:other"})
+	if err := check(ops, "/s/M"); err != nil {
+		t.Error(err)
+	}
+	if err := check(other, "/s/M"); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("the check's refusal: %v", err)
+	}
+	if err := check(context.Background(), "/s/M"); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("no identity: %v", err)
+	}
+	if strings.Join(got, ",") != "cert:ops /s/M,cert:other /s/M" {
+		t.Errorf("the check saw %q", got)
 	}
 }

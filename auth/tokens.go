@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
 )
 
 // MinTokenLength is the shortest bearer token accepted in a tokens file.
@@ -59,8 +57,8 @@ func ParseTokens(data []byte, source string) (*Tokens, error) {
 			return nil, fmt.Errorf("%s:%d: want \"name token\", got %d fields", source, n, len(fields))
 		}
 		name, tok := fields[0], fields[1]
-		if err := policy.CheckTokenName(name); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", source, n, err)
+		if err := CheckTokenName(name); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", source, n, err)
 		}
 		if len(tok) < MinTokenLength {
 			return nil, fmt.Errorf("%s:%d: the token of %q is shorter than %d characters", source, n, name, MinTokenLength)
@@ -79,6 +77,19 @@ func ParseTokens(data []byte, source string) (*Tokens, error) {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return t, nil
+}
+
+// CheckTokenName accepts token names: [A-Za-z0-9_.-]+.
+func CheckTokenName(name string) error {
+	if name == "" {
+		return fmt.Errorf("token name is empty")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return fmt.Errorf("token name %q contains %q; allowed are [A-Za-z0-9_.-]", name, r)
+		}
+	}
+	return nil
 }
 
 // Len returns the number of tokens.
