@@ -18,7 +18,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // Sides of the isolation scenario.
@@ -89,7 +89,7 @@ type hostile struct {
 }
 
 // maskOther is an event the benchmark's load never sends.
-var maskOther = server.EventMask(nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX)
+var maskOther = nri.EventMask(nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX)
 
 func startHostile(sock, dir string) (*hostile, error) {
 	ctx, cancel := context.WithCancel(context.Background())

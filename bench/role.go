@@ -442,8 +442,11 @@ func runNrid(args []string) error {
 	if err := c.waitGo(); err != nil {
 		return err
 	}
-	rs := bridge.NewRuntimeSide(srv, bridge.WithRuntimeSocket(*runtimeSock), bridge.WithRuntimeLogger(discardLogger()),
+	rs, err := bridge.NewRuntimeSide(srv, bridge.WithRuntimeSocket(*runtimeSock), bridge.WithRuntimeLogger(discardLogger()),
 		bridge.WithReconnectBackoff(10*time.Millisecond, 100*time.Millisecond))
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = rs.Run(ctx); close(done) }()

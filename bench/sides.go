@@ -21,6 +21,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -34,7 +35,7 @@ const (
 )
 
 // pluginMask is a subscription mask in the layout both protocols share.
-func pluginMask(events ...nriv1beta1.Event) uint32 { return server.EventMask(events...) }
+func pluginMask(events ...nriv1beta1.Event) uint32 { return uint32(nri.EventMask(events...)) }
 
 var (
 	maskCreate    = pluginMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)

@@ -24,6 +24,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -97,7 +98,7 @@ func (n *nrid) grpcPlugin(t *testing.T, idx, name string, set func(*testplugin.P
 }
 
 // lifecycleMask is every event but validation.
-var lifecycleMask = server.AllEvents &^ server.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
+var lifecycleMask = nri.AllEvents &^ nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
 
 // classicRuntime is upstream pkg/adaptation: a real classic NRI runtime.
 type classicRuntime struct {
@@ -146,8 +147,11 @@ func (r *classicRuntime) settled() { r.a.BlockPluginSync().Unblock() }
 // attachBridge runs the bridge's runtime side against r for n.
 func attachBridge(t *testing.T, n *nrid, socket string) *bridge.RuntimeSide {
 	t.Helper()
-	rs := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(socket), bridge.WithRuntimeLogger(testLogger(t)),
+	rs, err := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(socket), bridge.WithRuntimeLogger(testLogger(t)),
 		bridge.WithReconnectBackoff(10*time.Millisecond, 100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = rs.Run(ctx); close(done) }()
@@ -168,7 +172,10 @@ func servePluginSide(t *testing.T, n *nrid) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := bridge.NewPluginSide(n.srv, bridge.WithPluginLogger(testLogger(t)))
+	ps, err := bridge.NewPluginSide(n.srv, bridge.WithPluginLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = ps.Serve(ctx, lis); close(done) }()

@@ -20,7 +20,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/supervisor"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // buildOldPlugin builds test/classic-old, a plugin against NRI v0.11.0
@@ -60,7 +60,10 @@ func TestOldClassicPluginLaunchedAndReachedThroughStateChange(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(confDir, "10-old.conf"), []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ps := bridge.NewPluginSide(n.srv, bridge.WithPluginLogger(testLogger(t)))
+	ps, err := bridge.NewPluginSide(n.srv, bridge.WithPluginLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	sup := supervisor.New(supervisor.WithLogger(testLogger(t)))
 	t.Cleanup(func() { _ = sup.Stop(context.Background()) })
 	ctx, cancel := context.WithTimeout(context.Background(), wait())
@@ -120,7 +123,7 @@ func TestOldClassicPluginLaunchedAndReachedThroughStateChange(t *testing.T) {
 // slowPlugin answers CreateContainer after d with an annotation.
 func slowPlugin(d time.Duration, key string, required bool) func(*testplugin.Plugin) {
 	return func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
 		p.Timeouts = &nriv1beta1.Timeouts{}
 		if required {
 			p.FailurePolicy = &nriv1beta1.FailurePolicy{FailRequest: true, KeepConnected: true}

@@ -12,6 +12,10 @@
 // (test/wirecompat), so conversion is one encode and one decode, with no
 // field-by-field code to drift. The bridge has no dispatch or merge logic of
 // its own: the server decides, the bridge translates.
+//
+// RuntimeOption and PluginOption have the shape of server.Option and
+// plugin.Option: they only record values; NewRuntimeSide and NewPluginSide
+// validate them and name the offending option in their error.
 package bridge
 
 import (

@@ -86,7 +86,10 @@ func TestHandoverKeepsTheRuntimeConnection(t *testing.T) {
 	if len(ho2.Pods) != 1 || len(ho2.Containers) < 1 || ho2.Info.Name != "classic-runtime" {
 		t.Fatalf("handed over %d pods, %d containers, runtime %+v", len(ho2.Pods), len(ho2.Containers), ho2.Info)
 	}
-	newRS := bridge.NewRuntimeSide(newN.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	newRS, err := bridge.NewRuntimeSide(newN.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := newRS.Adopt(ctx, ho2); err != nil {
 		t.Fatal(err)
 	}

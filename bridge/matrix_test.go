@@ -23,7 +23,10 @@ func TestVersionMatrix(t *testing.T) {
 	buildOldPlugin(t, oldDir, "10-old")
 	plugins := map[string]func(t *testing.T, n *nrid) (key string){
 		"old-classic": func(t *testing.T, n *nrid) string {
-			ps := bridge.NewPluginSide(n.srv, bridge.WithPluginLogger(testLogger(t)))
+			ps, err := bridge.NewPluginSide(n.srv, bridge.WithPluginLogger(testLogger(t)))
+			if err != nil {
+				t.Fatal(err)
+			}
 			sup := supervisor.New(supervisor.WithLogger(testLogger(t)))
 			t.Cleanup(func() { _ = sup.Stop(context.Background()) })
 			conf := tempDir(t)

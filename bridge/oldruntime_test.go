@@ -47,7 +47,10 @@ func TestOlderRuntimePagedSyncAndStateChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lis.Close()
-	rs := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	rs, err := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	done := make(chan struct{})

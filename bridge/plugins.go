@@ -40,25 +40,44 @@ type PluginSide struct {
 	conns map[*classicConn]struct{}
 }
 
-// PluginOption configures a PluginSide.
-type PluginOption func(*PluginSide)
+// PluginOption configures a PluginSide; pass options to NewPluginSide. It
+// has the shape of RuntimeOption: it only records its value, and
+// NewPluginSide validates.
+type PluginOption func(*pluginOptions)
 
-// WithPluginLogger sets the logger.
-func WithPluginLogger(l *slog.Logger) PluginOption { return func(p *PluginSide) { p.log = l } }
-
-// WithRegistrationTimeout bounds how long a connected classic plugin may
-// take to call RegisterPlugin (default 5 s).
-func WithRegistrationTimeout(d time.Duration) PluginOption {
-	return func(p *PluginSide) { p.regWait = d }
+// pluginOptions is what PluginOptions record.
+type pluginOptions struct {
+	log     *slog.Logger
+	regWait time.Duration
 }
 
-// NewPluginSide creates the plugin side of the bridge for srv.
-func NewPluginSide(srv *server.Server, opts ...PluginOption) *PluginSide {
-	p := &PluginSide{srv: srv, log: slog.Default(), regWait: 5 * time.Second, conns: map[*classicConn]struct{}{}}
-	for _, o := range opts {
-		o(p)
+// WithPluginLogger sets the logger (default, and for nil: slog.Default()).
+func WithPluginLogger(l *slog.Logger) PluginOption {
+	return func(o *pluginOptions) { o.log = l }
+}
+
+// WithRegistrationTimeout bounds how long a connected classic plugin may
+// take to call RegisterPlugin (default 5 s; positive).
+func WithRegistrationTimeout(d time.Duration) PluginOption {
+	return func(o *pluginOptions) { o.regWait = d }
+}
+
+// NewPluginSide creates the plugin side of the bridge for srv. It fails
+// only for invalid options.
+func NewPluginSide(srv *server.Server, opts ...PluginOption) (*PluginSide, error) {
+	o := pluginOptions{regWait: 5 * time.Second}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
-	return p
+	if o.regWait <= 0 {
+		return nil, fmt.Errorf("bridge: WithRegistrationTimeout: %v is not positive", o.regWait)
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	return &PluginSide{srv: srv, log: o.log, regWait: o.regWait, conns: map[*classicConn]struct{}{}}, nil
 }
 
 // Serve accepts classic plugins on lis (a unix socket, where unmodified

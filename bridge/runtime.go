@@ -60,50 +60,105 @@ type RuntimeSide struct {
 	handoff  handoff // handover.go
 }
 
-// RuntimeOption configures a RuntimeSide.
-type RuntimeOption func(*RuntimeSide)
+// RuntimeOption configures a RuntimeSide; pass options to NewRuntimeSide.
+// An option only records its value and never fails: NewRuntimeSide applies
+// the options in order (a later one overrides an earlier one; nil options
+// are ignored), then validates them and returns an error that names the
+// offending option. server.Option and plugin.Option have the same shape.
+type RuntimeOption func(*runtimeOptions)
 
-// WithRuntimeSocket sets the classic runtime's NRI socket.
-func WithRuntimeSocket(path string) RuntimeOption { return func(r *RuntimeSide) { r.socket = path } }
+// runtimeOptions is what RuntimeOptions record.
+type runtimeOptions struct {
+	log                    *slog.Logger
+	socket                 string
+	name, idx              string
+	margin                 time.Duration
+	minBackoff, maxBackoff time.Duration
+}
 
-// WithPluginIdentity sets the name and index the bridge registers with.
+// check validates the options; its errors name the option.
+func (o *runtimeOptions) check() error {
+	var errs []error
+	if o.socket == "" {
+		errs = append(errs, errors.New("WithRuntimeSocket: empty path"))
+	}
+	if o.name == "" || o.idx == "" {
+		errs = append(errs, fmt.Errorf("WithPluginIdentity: empty name or index (%q, %q)", o.name, o.idx))
+	}
+	if o.margin < 0 {
+		errs = append(errs, fmt.Errorf("WithMargin: %v is negative", o.margin))
+	}
+	if o.minBackoff <= 0 || o.maxBackoff < o.minBackoff {
+		errs = append(errs, fmt.Errorf("WithReconnectBackoff: invalid bounds %v, %v", o.minBackoff, o.maxBackoff))
+	}
+	return errors.Join(errs...)
+}
+
+// WithRuntimeSocket sets the classic runtime's NRI socket (default
+// DefaultRuntimeSocket).
+func WithRuntimeSocket(path string) RuntimeOption {
+	return func(o *runtimeOptions) { o.socket = path }
+}
+
+// WithPluginIdentity sets the name and index the bridge registers with
+// (default DefaultPluginName, DefaultPluginIndex).
 func WithPluginIdentity(name, idx string) RuntimeOption {
-	return func(r *RuntimeSide) { r.name, r.idx = name, idx }
+	return func(o *runtimeOptions) { o.name, o.idx = name, idx }
 }
 
 // WithMargin sets the part of the runtime's request timeout the bridge
-// keeps free (default 250 ms).
-func WithMargin(d time.Duration) RuntimeOption { return func(r *RuntimeSide) { r.margin = d } }
-
-// WithReconnectBackoff sets the bounds of the reconnection backoff (default
-// 100 ms to 5 s).
-func WithReconnectBackoff(min, max time.Duration) RuntimeOption {
-	return func(r *RuntimeSide) { r.minBackoff, r.maxBackoff = min, max }
+// keeps free (default 250 ms; not negative).
+func WithMargin(d time.Duration) RuntimeOption {
+	return func(o *runtimeOptions) { o.margin = d }
 }
 
-// WithRuntimeLogger sets the logger.
-func WithRuntimeLogger(l *slog.Logger) RuntimeOption { return func(r *RuntimeSide) { r.log = l } }
+// WithReconnectBackoff sets the bounds of the reconnection backoff (default
+// 100 ms to 5 s): min must be positive and max at least min.
+func WithReconnectBackoff(min, max time.Duration) RuntimeOption {
+	return func(o *runtimeOptions) { o.minBackoff, o.maxBackoff = min, max }
+}
 
-// NewRuntimeSide creates the runtime side of the bridge for srv.
-func NewRuntimeSide(srv *server.Server, opts ...RuntimeOption) *RuntimeSide {
-	r := &RuntimeSide{
-		srv:        srv,
-		log:        slog.Default(),
+// WithRuntimeLogger sets the logger (default, and for nil: slog.Default()).
+func WithRuntimeLogger(l *slog.Logger) RuntimeOption {
+	return func(o *runtimeOptions) { o.log = l }
+}
+
+// NewRuntimeSide creates the runtime side of the bridge for srv. It fails
+// only for invalid options.
+func NewRuntimeSide(srv *server.Server, opts ...RuntimeOption) (*RuntimeSide, error) {
+	o := runtimeOptions{
 		socket:     DefaultRuntimeSocket,
 		name:       DefaultPluginName,
 		idx:        DefaultPluginIndex,
 		margin:     DefaultMargin,
 		minBackoff: 100 * time.Millisecond,
 		maxBackoff: 5 * time.Second,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("bridge: %w", err)
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	return &RuntimeSide{
+		srv:        srv,
+		log:        o.log,
+		socket:     o.socket,
+		name:       o.name,
+		idx:        o.idx,
+		margin:     o.margin,
+		minBackoff: o.minBackoff,
+		maxBackoff: o.maxBackoff,
 		timeout:    DefaultRequestTimeout,
 		relay:      make(chan relayBatch, 256),
 		handoff:    handoff{resume: make(chan struct{}, 1)},
 		synced:     make(chan struct{}, 1),
-	}
-	for _, o := range opts {
-		o(r)
-	}
-	return r
+	}, nil
 }
 
 // Synchronized receives a value every time the runtime synchronized the

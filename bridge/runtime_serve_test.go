@@ -34,7 +34,11 @@ func TestDirectDecoding(t *testing.T) {
 			t.Errorf("%s is decoded directly: its handler needs the classic arguments", m)
 		}
 	}
-	h := &classicHandlers{r: NewRuntimeSide(nil)}
+	rs, err := NewRuntimeSide(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &classicHandlers{r: rs}
 	if _, err := h.event(context.Background(), &nriv1beta1.ConfigureRequest{}); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("a request of no event: %v, want UNIMPLEMENTED", err)
 	}

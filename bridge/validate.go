@@ -12,6 +12,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/untrusted"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -227,7 +228,7 @@ func (v *verdicts) len() int {
 // bridge answers with nothing, and rejects the container at the runtime's
 // validation. Otherwise the error is returned to the runtime as it is.
 func (v *verdicts) deferRejection(id string, err error) bool {
-	if !v.relaying() || server.OutcomeOf(err) != nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED {
+	if !v.relaying() || nri.OutcomeOf(err) != nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED {
 		return false
 	}
 	reason := status.Convert(err).Message()

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 func TestRuntimeValidatesBridge(t *testing.T) {
@@ -53,7 +53,7 @@ func TestRuntimeValidatesBridge(t *testing.T) {
 
 func rejection(msg string) error {
 	st, err := status.New(codes.FailedPrecondition, msg).WithDetails(&errdetails.ErrorInfo{
-		Reason: nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED.String(), Domain: server.ErrorDomain})
+		Reason: nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED.String(), Domain: nri.ErrorDomain})
 	if err != nil {
 		panic(err)
 	}
@@ -71,7 +71,7 @@ func TestDeferredRejectionOnlyForValidators(t *testing.T) {
 	}
 	v.setRelay(true)
 	conflict, _ := status.New(codes.FailedPrecondition, "validator \"x\" rejected container adjustment").WithDetails(&errdetails.ErrorInfo{
-		Reason: nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_CONFLICT.String(), Domain: server.ErrorDomain})
+		Reason: nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_CONFLICT.String(), Domain: nri.ErrorDomain})
 	for _, err := range []error{
 		conflict.Err(),
 		status.Error(codes.FailedPrecondition, "validator \"x\" rejected container adjustment, reason: words alone"),

@@ -28,7 +28,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/bridge"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // runtimeV0123 is test/classic-runtime: pkg/adaptation of NRI v0.12.3 (the
@@ -218,7 +218,7 @@ func (h *holdingPlugin) CreateContainer(context.Context, *v1alpha1.PodSandbox, *
 }
 
 // validateMask subscribes a gRPC test plugin to validation only.
-var validateMask = server.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
+var validateMask = nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
 
 const rejectReason = "containers named bad are not allowed here"
 
@@ -242,7 +242,7 @@ func grpcValidator(t *testing.T, n *nrid) {
 func grpcAdjuster(t *testing.T, n *nrid, other *v1alpha1.Container) {
 	t.Helper()
 	n.grpcPlugin(t, "10", "adj", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			shares := wrapperspb.UInt64(512)
 			return &nriv1beta1.CreateContainerResponse{
@@ -361,7 +361,10 @@ func TestValidationRejectionFailsClosedWhenBridgeGoes(t *testing.T) {
 	sock := filepath.Join(tempDir(t), "nri.sock")
 	rt := startRuntimeV0123(t, sock, nil, nil)
 
-	rs := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	rs, err := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = rs.Run(ctx); close(done) }()
@@ -484,7 +487,10 @@ func configureByHand(t *testing.T, n *nrid, nriVersion string) v1alpha1.EventMas
 		t.Fatal(err)
 	}
 	defer lis.Close()
-	rs := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	rs, err := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	done := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/plugin"
 	"github.com/nri-grpc/nri-grpc/plugin/plugintest"
 )
@@ -45,7 +46,7 @@ func dialAsChild(sock, instance string) int {
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), plugintest.Wait)
 	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, plugin.MetadataInstanceID, instance)
+	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, instance)
 	_, err = nriv1beta1.NewPluginServiceClient(cc).StopPodSandbox(ctx, &nriv1beta1.StopPodSandboxRequest{Pod: plugintest.Pod(0)})
 	fmt.Printf("uid=%d code=%s message=%s\n", os.Getuid(), status.Code(err), status.Convert(err).Message())
 	return 0

@@ -47,6 +47,20 @@
 //		}
 //	}
 //
+// Options have one shape across nri-grpc (plugin.New, server.New,
+// bridge.NewRuntimeSide, bridge.NewPluginSide): an Option is a func of an
+// unexported options struct that only records its value. The constructor
+// applies the options in order, validates them and returns an error naming
+// the offending option ("plugin: WithBackoff: invalid bounds 0s, 1s").
+// Options do not return errors themselves because most checks combine an
+// option with others or with the environment (a TCP address needs WithTLS;
+// NRI_GRPC_PLUGIN_NAME overrides WithName): they belong in the constructor
+// anyway, and there they are all in one place.
+//
+// Package nri holds what the SDK shares with the server: event masks
+// (nri.EventMask, nri.ParseEventMask), the metadata keys, effective
+// annotations (nri.EffectiveAnnotation) and reading dispatch failures.
+//
 // Adjustment and Update build adjustments and container updates with
 // classic NRI's helper names and removal-marker conventions. Package
 // plugintest runs a plugin against a real in-process server for tests.

@@ -2,10 +2,9 @@ package plugin
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // The handler interfaces. A plugin implements only those it needs; New
@@ -217,7 +216,7 @@ func setup(p any) (handlers, int32) {
 		h    handlers
 		mask int32
 	)
-	set := func(e nriv1beta1.Event) { mask |= EventMask(e) }
+	set := func(e nriv1beta1.Event) { mask |= nri.EventMask(e) }
 	if x, ok := p.(ConfigureInterface); ok {
 		h.configure = x.Configure
 	}
@@ -288,63 +287,3 @@ func setup(p any) (handlers, int32) {
 	}
 	return h, mask
 }
-
-// EventMask returns the subscription mask of events (bit 1<<(e-1) for event
-// e), the value of ConfigureResponse.events. Values that are not events are
-// ignored.
-func EventMask(events ...nriv1beta1.Event) int32 {
-	var m int32
-	for _, e := range events {
-		if e > nriv1beta1.Event_EVENT_UNSPECIFIED && e < nriv1beta1.Event_EVENT_LAST {
-			m |= 1 << (int32(e) - 1)
-		}
-	}
-	return m
-}
-
-// MaskEvents lists the events of a subscription mask in enum order.
-func MaskEvents(mask int32) []nriv1beta1.Event {
-	var out []nriv1beta1.Event
-	for e := nriv1beta1.Event_EVENT_RUN_POD_SANDBOX; e < nriv1beta1.Event_EVENT_LAST; e++ {
-		if mask&EventMask(e) != 0 {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// ParseEventMask parses event names into a subscription mask. Names are
-// matched without regard to case ("CreateContainer", "createcontainer");
-// each argument may hold several, separated by commas. "all" means every
-// event (validation included), "pod" every pod event and "container" every
-// container event.
-func ParseEventMask(names ...string) (int32, error) {
-	var mask int32
-	for _, arg := range names {
-		for _, n := range strings.Split(arg, ",") {
-			n = strings.ToLower(strings.TrimSpace(n))
-			if n == "" {
-				continue
-			}
-			matched := false
-			for _, e := range MaskEvents(allEvents) {
-				name := strings.ToLower(EventName(e))
-				switch {
-				case n == "all",
-					n == name,
-					n == "pod" && strings.Contains(name, "podsandbox"),
-					n == "container" && strings.Contains(name, "container") && e != nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT:
-					mask |= EventMask(e)
-					matched = true
-				}
-			}
-			if !matched {
-				return 0, fmt.Errorf("unknown event %q", n)
-			}
-		}
-	}
-	return mask, nil
-}
-
-// allEvents is the mask of every event, validation included.
-const allEvents int32 = 1<<14 - 1

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // Defaults and environment variables.
@@ -31,8 +34,13 @@ const (
 	EnvPluginEndpoint = "NRI_GRPC_PLUGIN_ENDPOINT"
 )
 
-// Option configures a Plugin.
-type Option func(*options) error
+// Option configures a Plugin; pass options to New. An option only records
+// its value and never fails: New applies the options in order (a later one
+// overrides an earlier one; nil options are ignored), then validates them
+// together and returns an error that names the offending option, for
+// example "plugin: WithBackoff: invalid bounds 0s, 1s". server.Option and
+// the bridge's options have the same shape.
+type Option func(*options)
 
 // Timeouts are the call timeouts a plugin asks for. Zero values leave the
 // server's defaults. The server caps them by policy; the effective values
@@ -51,6 +59,7 @@ type options struct {
 	serverAddress  string
 	endpoint       string
 	socketDir      string
+	tls            bool // WithTLS was given
 	tlsDial        *tls.Config
 	tlsServe       *tls.Config
 	maxConcurrent  uint32
@@ -69,7 +78,7 @@ type options struct {
 // WithName sets the plugin name (characters from [a-zA-Z0-9_.+-]).
 // NRI_GRPC_PLUGIN_NAME overrides it.
 func WithName(name string) Option {
-	return func(o *options) error { o.name = name; return nil }
+	return func(o *options) { o.name = name }
 }
 
 // WithIndex sets the plugin's two-digit index ("00" to "99"), which orders
@@ -77,7 +86,7 @@ func WithName(name string) Option {
 // index, both are parsed from the binary's name when it is "NN-name", as in
 // classic NRI.
 func WithIndex(idx string) Option {
-	return func(o *options) error { o.index = idx; return nil }
+	return func(o *options) { o.index = idx }
 }
 
 // WithServerAddress sets nrid's address: a gRPC target ("unix:///path",
@@ -85,7 +94,7 @@ func WithIndex(idx string) Option {
 // DefaultServerAddress; NRI_GRPC_SERVER_ADDRESS overrides it. TCP targets
 // need WithTLS.
 func WithServerAddress(addr string) Option {
-	return func(o *options) error { o.serverAddress = addr; return nil }
+	return func(o *options) { o.serverAddress = addr }
 }
 
 // WithEndpoint sets where the plugin serves PluginService: an absolute unix
@@ -94,13 +103,13 @@ func WithServerAddress(addr string) Option {
 // NRI_GRPC_PLUGIN_ENDPOINT overrides it. Two processes cannot share one
 // endpoint: start a new instance of a running plugin with another one.
 func WithEndpoint(endpoint string) Option {
-	return func(o *options) error { o.endpoint = endpoint; return nil }
+	return func(o *options) { o.endpoint = endpoint }
 }
 
 // WithSocketDir sets the directory of the default endpoint (default
 // DefaultSocketDir). It must be nrid's plugin socket directory.
 func WithSocketDir(dir string) Option {
-	return func(o *options) error { o.socketDir = dir; return nil }
+	return func(o *options) { o.socketDir = dir }
 }
 
 // WithTLS enables TCP. dial is the client configuration used to reach nrid
@@ -110,64 +119,40 @@ func WithSocketDir(dir string) Option {
 // ClientCAs: unless WithDebugAccess is given, the SDK requires and verifies
 // client certificates). Either may be nil when unused.
 func WithTLS(dial, serve *tls.Config) Option {
-	return func(o *options) error {
-		if dial == nil && serve == nil {
-			return errors.New("WithTLS: both configurations are nil")
-		}
-		o.tlsDial, o.tlsServe = dial, serve
-		return nil
-	}
+	return func(o *options) { o.tls, o.tlsDial, o.tlsServe = true, dial, serve }
 }
 
 // WithMaxConcurrentCalls declares how many calls the plugin accepts at the
 // same time (default 1). Handlers must then be safe for concurrent use;
 // events of one pod are still delivered one at a time.
 func WithMaxConcurrentCalls(n uint32) Option {
-	return func(o *options) error { o.maxConcurrent = n; return nil }
+	return func(o *options) { o.maxConcurrent = n }
 }
 
 // WithMaxMessageSize declares the largest message the plugin accepts from
-// the server (default and maximum 4 MiB; at least 64 KiB). Synchronize
-// pages are sized to it.
+// the server (default and maximum 4 MiB; at least 64 KiB; 0 declares none,
+// the default). Synchronize pages are sized to it.
 func WithMaxMessageSize(n uint32) Option {
-	return func(o *options) error {
-		if n < 64<<10 {
-			return fmt.Errorf("WithMaxMessageSize: %d is below 65536 bytes", n)
-		}
-		o.maxMessageSize = n
-		return nil
-	}
+	return func(o *options) { o.maxMessageSize = n }
 }
 
 // WithDryRun declares that the plugin's handlers honour dry_run requests
 // without side effects (see DryRunner).
 func WithDryRun() Option {
-	return func(o *options) error { o.dryRun = true; return nil }
+	return func(o *options) { o.dryRun = true }
 }
 
 // WithResync declares that the plugin handles resynchronizations (see
 // ResyncInterface): they go to Resync if implemented, else to Synchronize.
 func WithResync() Option {
-	return func(o *options) error { o.resync = true; return nil }
+	return func(o *options) { o.resync = true }
 }
 
-// WithTimeouts asks for call timeouts.
+// WithTimeouts asks for call timeouts. Timeouts must not be negative, and
+// each entry of t.Events must name an event and be positive.
 func WithTimeouts(t Timeouts) Option {
-	return func(o *options) error {
-		if t.Request < 0 || t.Synchronize < 0 {
-			return errors.New("WithTimeouts: negative timeout")
-		}
-		events := map[nriv1beta1.Event]time.Duration{}
-		for e, d := range t.Events {
-			if EventMask(e) == 0 || d <= 0 {
-				return fmt.Errorf("WithTimeouts: invalid timeout %v for event %v", d, e)
-			}
-			events[e] = d
-		}
-		t.Events = events
-		o.timeouts = &t
-		return nil
-	}
+	t.Events = maps.Clone(t.Events)
+	return func(o *options) { o.timeouts = &t }
 }
 
 // WithFailurePolicy asks for a failure policy: what the server does when
@@ -175,15 +160,14 @@ func WithTimeouts(t Timeouts) Option {
 // FailRequest makes the plugin required: creating events fail while it is
 // unavailable. KeepConnected keeps it registered after a timeout. The
 // operator's policy may override both. Verdicts are not affected: a
-// handler's error on a creating event always vetoes it.
+// handler's error on a creating event always vetoes it. A nil policy asks
+// for none: the server's default applies.
 func WithFailurePolicy(p *nriv1beta1.FailurePolicy) Option {
-	return func(o *options) error {
-		if p == nil {
-			return errors.New("WithFailurePolicy: nil policy")
-		}
-		o.failurePolicy = &nriv1beta1.FailurePolicy{FailRequest: p.GetFailRequest(), KeepConnected: p.GetKeepConnected()}
-		return nil
+	var fp *nriv1beta1.FailurePolicy
+	if p != nil {
+		fp = &nriv1beta1.FailurePolicy{FailRequest: p.GetFailRequest(), KeepConnected: p.GetKeepConnected()}
 	}
+	return func(o *options) { o.failurePolicy = fp }
 }
 
 // WithDebugAccess lets any caller that can connect to the endpoint call the
@@ -191,36 +175,53 @@ func WithFailurePolicy(p *nriv1beta1.FailurePolicy) Option {
 // server's uid and root may (and, on TCP, only clients with a verified
 // certificate). Calls must still name the current instance id.
 func WithDebugAccess() Option {
-	return func(o *options) error { o.debugAccess = true; return nil }
+	return func(o *options) { o.debugAccess = true }
 }
 
-// WithLogger sets the logger (default: text to standard error).
+// WithLogger sets the logger (default, and for nil: text to standard
+// error).
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) error {
-		if l == nil {
-			return errors.New("WithLogger: nil logger")
-		}
-		o.log = l
-		return nil
-	}
+	return func(o *options) { o.log = l }
 }
 
 // WithPluginVersion sets the plugin's own version, shown by AdminService.
 func WithPluginVersion(v string) Option {
-	return func(o *options) error { o.pluginVersion = v; return nil }
+	return func(o *options) { o.pluginVersion = v }
 }
 
 // WithBackoff sets the bounds of the re-registration backoff: the delay
 // starts at first and doubles up to limit, each delay drawn at random from
 // its upper half (default 100ms to 10s). It applies while the server serves
 // and refuses the registration; while the server is away, the plugin
-// registers as soon as its socket accepts connections again.
+// registers as soon as its socket accepts connections again. first must be
+// positive and limit at least first.
 func WithBackoff(first, limit time.Duration) Option {
-	return func(o *options) error {
-		if first <= 0 || limit < first {
-			return fmt.Errorf("WithBackoff: invalid bounds %v, %v", first, limit)
-		}
-		o.backoffMin, o.backoffMax = first, limit
-		return nil
+	return func(o *options) { o.backoffMin, o.backoffMax = first, limit }
+}
+
+// check validates the options on their own; New checks how they combine
+// with the environment (addresses that need WithTLS, names). Its errors
+// name the option.
+func (o *options) check() error {
+	var errs []error
+	if o.tls && o.tlsDial == nil && o.tlsServe == nil {
+		errs = append(errs, errors.New("WithTLS: both configurations are nil"))
 	}
+	if n := o.maxMessageSize; n != 0 && n < 64<<10 {
+		errs = append(errs, fmt.Errorf("WithMaxMessageSize: %d is below 65536 bytes", n))
+	}
+	if t := o.timeouts; t != nil {
+		if t.Request < 0 || t.Synchronize < 0 {
+			errs = append(errs, fmt.Errorf("WithTimeouts: negative timeout (request %v, synchronize %v)", t.Request, t.Synchronize))
+		}
+		for _, e := range slices.Sorted(maps.Keys(t.Events)) {
+			if d := t.Events[e]; nri.EventMask(e) == 0 || d <= 0 {
+				errs = append(errs, fmt.Errorf("WithTimeouts: invalid timeout %v for event %v", d, e))
+			}
+		}
+	}
+	if o.backoffMin <= 0 || o.backoffMax < o.backoffMin {
+		errs = append(errs, fmt.Errorf("WithBackoff: invalid bounds %v, %v", o.backoffMin, o.backoffMax))
+	}
+	return errors.Join(errs...)
 }

@@ -19,11 +19,8 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/version"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
-
-// MetadataInstanceID is the call metadata key that carries the instance id
-// a call is addressed to (docs/PROTOCOL.md §4).
-const MetadataInstanceID = "nri-instance-id"
 
 // ErrReplaced is returned by Run when the server replaced this plugin by a
 // newer instance of it (Shutdown kind SHUTDOWN_KIND_REPLACED): the plugin
@@ -99,9 +96,12 @@ func New(impl any, opts ...Option) (*Plugin, error) {
 		updateTimeout: 10 * time.Second,
 	}
 	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, fmt.Errorf("plugin: %w", err)
+		if opt != nil {
+			opt(&o)
 		}
+	}
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("plugin: %w", err)
 	}
 	if v := os.Getenv(EnvPluginName); v != "" {
 		o.name = v
@@ -194,7 +194,7 @@ func New(impl any, opts ...Option) (*Plugin, error) {
 		if t.Synchronize > 0 {
 			pt.Synchronize = durationpb.New(t.Synchronize)
 		}
-		for _, e := range MaskEvents(EventMask(keys(t.Events)...)) {
+		for _, e := range nri.MaskEvents(nri.EventMask(keys(t.Events)...)) {
 			pt.Events = append(pt.Events, &nriv1beta1.EventTimeout{Event: e, Timeout: durationpb.New(t.Events[e])})
 		}
 		p.timeouts = pt
@@ -286,7 +286,7 @@ func (p *Plugin) UpdateContainers(ctx context.Context, updates []*nriv1beta1.Con
 		ctx, cancel = context.WithTimeout(ctx, p.opts.updateTimeout)
 		defer cancel()
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, MetadataInstanceID, inst)
+	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, inst)
 	rsp, err := nriv1beta1.NewRuntimeServiceClient(s.cc).UpdateContainers(ctx, &nriv1beta1.UpdateContainersRequest{
 		Update: updates,
 		Evict:  evictions,

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/plugin"
 	"github.com/nri-grpc/nri-grpc/plugin/plugintest"
 )
@@ -159,7 +160,7 @@ func TestLifecycleThroughRealServer(t *testing.T) {
 	if want := p.Events(); reg.GetEvents() != want {
 		t.Errorf("Registered.events = %#x, want the derived mask %#x", reg.GetEvents(), want)
 	}
-	want := plugin.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX, nriv1beta1.Event_EVENT_CREATE_CONTAINER,
+	want := nri.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX, nriv1beta1.Event_EVENT_CREATE_CONTAINER,
 		nriv1beta1.Event_EVENT_STOP_CONTAINER, nriv1beta1.Event_EVENT_REMOVE_CONTAINER,
 		nriv1beta1.Event_EVENT_STOP_POD_SANDBOX, nriv1beta1.Event_EVENT_REMOVE_POD_SANDBOX)
 	if p.Events() != want {
@@ -206,10 +207,34 @@ func TestNewRefusesBadPlugins(t *testing.T) {
 		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithServerAddress("relative.sock")}, "absolute"},
 		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithServerAddress("dns:///nrid:9000")}, "needs WithTLS"},
 		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithEndpoint("/" + strings.Repeat("d", 120))}, "longer than"},
+		// Options only record values; New names the one it refuses.
+		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithTLS(nil, nil)}, "WithTLS: both configurations are nil"},
+		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithMaxMessageSize(1000)}, "WithMaxMessageSize: 1000 is below"},
+		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithTimeouts(plugin.Timeouts{Request: -time.Second})}, "WithTimeouts: negative"},
+		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithTimeouts(plugin.Timeouts{
+			Events: map[nriv1beta1.Event]time.Duration{nriv1beta1.Event_EVENT_LAST: time.Second}})}, "WithTimeouts: invalid timeout 1s for event EVENT_LAST"},
+		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithBackoff(0, time.Second)}, "WithBackoff: invalid bounds 0s, 1s"},
+		{[]plugin.Option{plugin.WithName("x"), plugin.WithIndex("10"), plugin.WithBackoff(time.Second, time.Millisecond)}, "WithBackoff: invalid bounds"},
 	} {
 		if _, err := plugin.New(r, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New: err = %v, want one containing %q", err, tc.want)
 		}
+	}
+}
+
+// TestOptionsRecordValues: a later option overrides an earlier one, nil
+// options and a nil logger or failure policy leave the defaults.
+func TestOptionsRecordValues(t *testing.T) {
+	r := &recorder{c: newCalls()}
+	p, err := plugin.New(r, plugin.WithName("x"), plugin.WithIndex("10"), nil,
+		plugin.WithBackoff(0, 0), plugin.WithBackoff(time.Second, time.Minute),
+		plugin.WithMaxMessageSize(1), plugin.WithMaxMessageSize(0),
+		plugin.WithLogger(nil), plugin.WithFailurePolicy(nil))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if p.Logger() == nil || p.Capabilities().GetMaxMessageSize() != 0 {
+		t.Errorf("logger %v, capabilities %v", p.Logger(), p.Capabilities())
 	}
 }
 
@@ -474,7 +499,7 @@ func TestInstanceIDChecked(t *testing.T) {
 	p := env.Start(t, &recorder{c: c}, plugin.WithName("inst"))
 	client := nriv1beta1.NewPluginServiceClient(dialPlugin(t, p))
 	pod := plugintest.Pod(0)
-	ctx := metadata.AppendToOutgoingContext(context.Background(), plugin.MetadataInstanceID, "bogus-instance")
+	ctx := metadata.AppendToOutgoingContext(context.Background(), nri.MetadataInstanceID, "bogus-instance")
 	_, err := client.StopPodSandbox(ctx, &nriv1beta1.StopPodSandboxRequest{Pod: pod})
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("call with a wrong instance id: %v, want UNAVAILABLE", err)
@@ -486,7 +511,7 @@ func TestInstanceIDChecked(t *testing.T) {
 	if slices.Contains(c.names(), "StopPodSandbox") {
 		t.Error("a refused call reached the handler")
 	}
-	ctx = metadata.AppendToOutgoingContext(context.Background(), plugin.MetadataInstanceID, p.Registered().GetInstanceId())
+	ctx = metadata.AppendToOutgoingContext(context.Background(), nri.MetadataInstanceID, p.Registered().GetInstanceId())
 	if _, err := client.StopPodSandbox(ctx, &nriv1beta1.StopPodSandboxRequest{Pod: pod}); err != nil {
 		t.Errorf("call with the current instance id: %v", err)
 	}
@@ -609,7 +634,7 @@ type configured struct {
 
 func (c *configured) Configure(_ context.Context, req *nriv1beta1.ConfigureRequest) (*nriv1beta1.ConfigureResponse, error) {
 	c.config = req.GetRuntimeName()
-	return &nriv1beta1.ConfigureResponse{Events: plugin.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)}, nil
+	return &nriv1beta1.ConfigureResponse{Events: nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)}, nil
 }
 
 func (*configured) SupportsDryRun() bool { return true }
@@ -620,7 +645,7 @@ func TestConfigureNarrowsAndCapabilities(t *testing.T) {
 		plugin.WithMaxConcurrentCalls(4), plugin.WithResync(),
 		plugin.WithFailurePolicy(&nriv1beta1.FailurePolicy{FailRequest: true}))
 	reg := p.Registered()
-	if reg.GetEvents() != plugin.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER) {
+	if reg.GetEvents() != nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER) {
 		t.Errorf("Registered.events = %#x, want only CreateContainer", reg.GetEvents())
 	}
 	caps := reg.GetCapabilities()

@@ -26,6 +26,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // errorDomain is the google.rpc.ErrorInfo domain of nri-grpc's errors.
@@ -394,8 +395,8 @@ func (b *backoff) reset() {
 // eventNames renders a mask as event names, for logs.
 func eventNames(mask int32) []string {
 	var out []string
-	for _, e := range MaskEvents(mask) {
-		out = append(out, EventName(e))
+	for _, e := range nri.MaskEvents(mask) {
+		out = append(out, nri.EventName(e))
 	}
 	return out
 }

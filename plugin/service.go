@@ -17,6 +17,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/interceptor"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // pluginServicePrefix prefixes the full method names of PluginService.
@@ -91,7 +92,7 @@ func (p *Plugin) authenticate(ctx context.Context) error {
 func (p *Plugin) checkInstance(ctx context.Context) error {
 	md, _ := metadata.FromIncomingContext(ctx)
 	id := ""
-	if v := md.Get(MetadataInstanceID); len(v) == 1 {
+	if v := md.Get(nri.MetadataInstanceID); len(v) == 1 {
 		id = v[0]
 	}
 	p.mu.Lock()
@@ -139,11 +140,11 @@ func call[Req any, Rsp any, PR interface {
 	proto.Message
 }](ctx context.Context, p *Plugin, event nriv1beta1.Event, h func(context.Context, Req) (PR, error), req Req) (PR, error) {
 	if h == nil {
-		return nil, status.Errorf(codes.Unimplemented, "plugin %s does not handle %s", p.full, EventName(event))
+		return nil, status.Errorf(codes.Unimplemented, "plugin %s does not handle %s", p.full, nri.EventName(event))
 	}
 	rsp, err := h(ctx, req)
 	if err != nil {
-		p.log.Debug("handler failed", "event", EventName(event), "error", err)
+		p.log.Debug("handler failed", "event", nri.EventName(event), "error", err)
 		return nil, toStatus(err)
 	}
 	if rsp == nil {
@@ -159,7 +160,7 @@ func (s *service) Configure(ctx context.Context, req *nriv1beta1.ConfigureReques
 	id := req.GetInstanceId()
 	if id == "" {
 		md, _ := metadata.FromIncomingContext(ctx)
-		if v := md.Get(MetadataInstanceID); len(v) == 1 {
+		if v := md.Get(nri.MetadataInstanceID); len(v) == 1 {
 			id = v[0]
 		}
 	}
@@ -328,18 +329,4 @@ func (s *service) ValidateContainerAdjustment(ctx context.Context, req *nriv1bet
 		rsp = &nriv1beta1.ValidateContainerAdjustmentResponse{}
 	}
 	return rsp, nil
-}
-
-// EventName returns the short name of an event, the name of its
-// PluginService method ("CreateContainer" for EVENT_CREATE_CONTAINER).
-func EventName(e nriv1beta1.Event) string {
-	n, ok := nriv1beta1.Event_name[int32(e)]
-	if !ok {
-		return fmt.Sprintf("Event(%d)", e)
-	}
-	var b strings.Builder
-	for _, w := range strings.Split(strings.TrimPrefix(n, "EVENT_"), "_") {
-		b.WriteString(w[:1] + strings.ToLower(w[1:]))
-	}
-	return b.String()
 }

@@ -13,22 +13,12 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // Redacted is what AdminService shows instead of an env or annotation
 // value while redaction is on.
 const Redacted = "<redacted>"
-
-// MetadataSimulate is the metadata key that marks an AdaptationService call
-// as part of a simulated lifecycle (nrictl simulate sends "1"). Simulated
-// calls are refused while a real runtime is attached (DESIGN §5.10); see
-// CheckSimulation.
-const MetadataSimulate = "nri-simulate"
-
-// MetadataWatch is the response header WatchEvents sends once the watch is
-// in place: every event dispatched after the client has read the header is
-// seen by the watch.
-const MetadataWatch = "nri-watch"
 
 const (
 	// defaultWatchBuffer is how many records a watcher may fall behind
@@ -39,7 +29,7 @@ const (
 	statePageBytes = 1 << 20
 )
 
-// AdminOption configures the AdminService.
+// AdminOption configures the AdminService; it has the shape of Option.
 type AdminOption func(*adminOptions)
 
 type adminOptions struct {
@@ -52,10 +42,10 @@ type adminOptions struct {
 func WithoutRedaction() AdminOption { return func(o *adminOptions) { o.redact = false } }
 
 // WithWatchBuffer sets how many dispatch records a WatchEvents caller may
-// fall behind before it loses records (default 256). A slow watcher never
-// slows dispatch down: it loses records instead.
+// fall behind before it loses records (default 256; less than 1 means 1).
+// A slow watcher never slows dispatch down: it loses records instead.
 func WithWatchBuffer(n int) AdminOption {
-	return func(o *adminOptions) { o.watchBuffer = max(n, 1) }
+	return func(o *adminOptions) { o.watchBuffer = n }
 }
 
 // AdminService returns the gRPC AdminService of the server: the operator's
@@ -66,8 +56,11 @@ func WithWatchBuffer(n int) AdminOption {
 func (s *Server) AdminService(opts ...AdminOption) nriv1beta1.AdminServiceServer {
 	o := adminOptions{redact: true, watchBuffer: defaultWatchBuffer}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
+	o.watchBuffer = max(o.watchBuffer, 1)
 	return &adminService{s: s, o: o}
 }
 
@@ -191,7 +184,7 @@ func (a *adminService) WatchEvents(req *nriv1beta1.WatchEventsRequest, stream gr
 			a.s.log.Info("admin: slow event watcher lost records", "dropped", n)
 		}
 	}()
-	if err := stream.SendHeader(metadata.Pairs(MetadataWatch, "started")); err != nil {
+	if err := stream.SendHeader(metadata.Pairs(nri.MetadataWatch, "started")); err != nil {
 		return err
 	}
 	for {
@@ -258,13 +251,13 @@ func (a *adminService) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest
 }
 
 // CheckSimulation enforces DESIGN §5.10 for AdaptationService calls: a call
-// marked as simulated (metadata MetadataSimulate: "1", as nrictl simulate
+// marked as simulated (metadata nri.MetadataSimulate: "1", as nrictl simulate
 // sends it) is refused with FAILED_PRECONDITION while a runtime is attached.
 // Unmarked calls, and simulated calls without a runtime, pass.
 func (s *Server) CheckSimulation(ctx context.Context) error {
 	md, _ := metadata.FromIncomingContext(ctx)
 	simulated := false
-	for _, v := range md.Get(MetadataSimulate) {
+	for _, v := range md.Get(nri.MetadataSimulate) {
 		if v == "1" || strings.EqualFold(v, "true") {
 			simulated = true
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -98,7 +99,7 @@ func TestAdminListPluginsShowsCounters(t *testing.T) {
 	h := newHarness(t)
 	h.plugin("20", "watcher", only(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_START_CONTAINER))
 	h.plugin("10", "veto", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_START_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_START_CONTAINER)
 		p.Handle = func(_ context.Context, method string, _ proto.Message) error {
 			if method == "StartContainer" {
 				return status.Error(codes.PermissionDenied, "not today")
@@ -253,8 +254,8 @@ func watch(t *testing.T, ctx context.Context, a adminConn, req *nriv1beta1.Watch
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(md.Get(server.MetadataWatch)) != 1 {
-		t.Fatalf("WatchEvents header %v lacks %s", md, server.MetadataWatch)
+	if len(md.Get(nri.MetadataWatch)) != 1 {
+		t.Fatalf("WatchEvents header %v lacks %s", md, nri.MetadataWatch)
 	}
 	return stream
 }
@@ -610,7 +611,7 @@ func TestDeprecationsAreCountedAndLoggedOnce(t *testing.T) {
 func TestSimulationRefusedWhileRuntimeAttached(t *testing.T) {
 	h := newHarness(t)
 	a := serveAdmin(t, h.srv, nil)
-	sim := metadata.AppendToOutgoingContext(h.ctx(), server.MetadataSimulate, "1")
+	sim := metadata.AppendToOutgoingContext(h.ctx(), nri.MetadataSimulate, "1")
 	pod := fixture.Pod(1)
 	if _, err := a.adapt.RunPodSandbox(sim, &nriv1beta1.AdaptationServiceRunPodSandboxRequest{Pod: pod}); err != nil {
 		t.Fatalf("simulated call without a runtime: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -30,11 +31,11 @@ func (g garbageCodec) Marshal(v any) (mem.BufferSlice, error) {
 func TestMalformedResponseIsAnAvailabilityFailure(t *testing.T) {
 	h := newHarness(t)
 	bad := h.plugin("10", "garbage", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.ServerOptions = []grpc.ServerOption{grpc.ForceServerCodecV2(garbageCodec{})}
 	})
 	h.plugin("20", "good", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{Annotations: map[string]string{"good": "1"}}}, nil
 		}
@@ -56,7 +57,7 @@ func TestMalformedResponseIsAnAvailabilityFailure(t *testing.T) {
 func TestOversizedResponseIsAnAvailabilityFailure(t *testing.T) {
 	h := newHarness(t)
 	h.plugin("10", "huge", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.FailurePolicy = &nriv1beta1.FailurePolicy{FailRequest: true}
 		p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{
@@ -73,7 +74,7 @@ func TestUpdateOfTheContainerBeingCreatedIsRefused(t *testing.T) {
 	h := newHarness(t)
 	req := fixture.CreateContainerRequest(1, 0)
 	h.plugin("10", "self", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			return &nriv1beta1.CreateContainerResponse{Update: []*nriv1beta1.ContainerUpdate{{ContainerId: req.Container.Id,
 				Linux: &nriv1beta1.LinuxContainerUpdate{Resources: &nriv1beta1.LinuxResources{Cpu: &nriv1beta1.LinuxCPU{Cpus: "1"}}}}}}, nil

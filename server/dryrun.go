@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server/merge"
 )
 
@@ -47,7 +48,7 @@ func (s *Server) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nr
 	if err != nil {
 		out.Error = status.Convert(err).Message()
 	}
-	rec.Outcome = outcomeOf(err)
+	rec.Outcome = nri.OutcomeOf(err)
 	rec.Error = out.Error
 	out.Record = rec
 	return out, nil

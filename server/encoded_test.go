@@ -9,6 +9,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -27,7 +28,7 @@ func TestEncodedRequestAndDeltas(t *testing.T) {
 	got := map[string]*nriv1beta1.CreateContainerRequest{}
 	record := func(name string, adj *nriv1beta1.ContainerAdjustment) func(*testplugin.Plugin) {
 		return func(p *testplugin.Plugin) {
-			p.Events = uint32(1) << uint(nriv1beta1.Event_EVENT_CREATE_CONTAINER-1)
+			p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 			p.OnCreateContainer = func(_ context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 				got[name] = req
 				return &nriv1beta1.CreateContainerResponse{Adjust: adj}, nil
@@ -96,7 +97,7 @@ func TestEncodedRequestNormalised(t *testing.T) {
 	got := map[string]*nriv1beta1.CreateContainerRequest{}
 	for _, idx := range []string{"10", "20"} {
 		h.plugin(idx, "look", func(p *testplugin.Plugin) {
-			p.Events = uint32(1) << uint(nriv1beta1.Event_EVENT_CREATE_CONTAINER-1)
+			p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 			p.OnCreateContainer = func(_ context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 				got[idx] = req
 				// 10 changes nothing the delta cannot carry, so 20 is sent

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -11,10 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
-
-// ErrorDomain is the google.rpc.ErrorInfo domain of nri-grpc's errors.
-const ErrorDomain = "nri.v1beta1"
 
 // refusal builds the status of a refused registration: the message names
 // the field and the rule; details carry ErrorInfo (reason = the refusal's
@@ -22,7 +19,7 @@ const ErrorDomain = "nri.v1beta1"
 func refusal(code codes.Code, why nriv1beta1.RegistrationRefusal, field, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	st := status.New(code, msg)
-	info := &errdetails.ErrorInfo{Reason: why.String(), Domain: ErrorDomain}
+	info := &errdetails.ErrorInfo{Reason: why.String(), Domain: nri.ErrorDomain}
 	if field != "" {
 		info.Metadata = map[string]string{"field": field}
 	}
@@ -53,18 +50,11 @@ func codeOf(err error, def codes.Code) codes.Code {
 }
 
 // dispatchError builds the error returned to the runtime for a failed
-// creating event: the message names the plugins; ErrorInfo carries the
-// outcome and the plugins' full names.
+// creating event (nri.DispatchError): the message names the plugins;
+// ErrorInfo carries the outcome and the plugins' full names, which
+// nri.OutcomeOf and nri.PluginsOf read back.
 func dispatchError(code codes.Code, outcome nriv1beta1.DispatchOutcome, plugins []string, format string, args ...any) error {
-	st := status.New(code, fmt.Sprintf(format, args...))
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{
-		Reason:   outcome.String(),
-		Domain:   ErrorDomain,
-		Metadata: map[string]string{"plugins": strings.Join(plugins, ",")},
-	}); err == nil {
-		st = d
-	}
-	return st.Err()
+	return nri.DispatchError(code, outcome, plugins, fmt.Sprintf(format, args...))
 }
 
 // invalid builds the INVALID_ARGUMENT status for a bad request field.
@@ -72,34 +62,13 @@ func invalid(field, format string, args ...any) error {
 	msg := field + ": " + fmt.Sprintf(format, args...)
 	st := status.New(codes.InvalidArgument, msg)
 	if d, err := st.WithDetails(
-		&errdetails.ErrorInfo{Reason: nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_ERROR.String(), Domain: ErrorDomain,
+		&errdetails.ErrorInfo{Reason: nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_ERROR.String(), Domain: nri.ErrorDomain,
 			Metadata: map[string]string{"field": field}},
 		&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: msg}}},
 	); err == nil {
 		st = d
 	}
 	return st.Err()
-}
-
-// OutcomeOf returns the DispatchOutcome recorded in an error of the
-// runtime-facing entry points (CreateContainer, ...): OK for nil,
-// DISPATCH_OUTCOME_REJECTED when a validator rejected the result, and so on;
-// DISPATCH_OUTCOME_ERROR for an error that records none.
-func OutcomeOf(err error) nriv1beta1.DispatchOutcome { return outcomeOf(err) }
-
-// outcomeOf returns the DispatchOutcome recorded in a dispatch error.
-func outcomeOf(err error) nriv1beta1.DispatchOutcome {
-	if err == nil {
-		return nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_OK
-	}
-	for _, d := range status.Convert(err).Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
-			if v, ok := nriv1beta1.DispatchOutcome_value[info.GetReason()]; ok {
-				return nriv1beta1.DispatchOutcome(v)
-			}
-		}
-	}
-	return nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_ERROR
 }
 
 // callerGone reports whether the caller's own context ended (as opposed to

@@ -67,29 +67,3 @@ var (
 	evValidate = newEvent(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT, "ValidateContainerAdjustment", true,
 		newRPC(nriv1beta1.PluginService_ValidateContainerAdjustment_FullMethodName, pss.ValidateContainerAdjustment))
 )
-
-// AllEvents is the subscription mask of every event, validation included
-// (0x3FFF).
-const AllEvents uint32 = 1<<14 - 1
-
-// EventMask returns the subscription mask of a list of events.
-func EventMask(events ...nriv1beta1.Event) uint32 {
-	var m uint32
-	for _, e := range events {
-		if e > nriv1beta1.Event_EVENT_UNSPECIFIED && e < nriv1beta1.Event_EVENT_LAST {
-			m |= 1 << (uint32(e) - 1)
-		}
-	}
-	return m
-}
-
-// MaskEvents lists the events of a subscription mask in enum order.
-func MaskEvents(mask uint32) []nriv1beta1.Event {
-	var out []nriv1beta1.Event
-	for e := nriv1beta1.Event_EVENT_RUN_POD_SANDBOX; e < nriv1beta1.Event_EVENT_LAST; e++ {
-		if mask&(1<<(uint32(e)-1)) != 0 {
-			out = append(out, e)
-		}
-	}
-	return out
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
@@ -237,7 +238,7 @@ func (r *fakeRuntime) got() ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.Contai
 
 // only subscribes a test plugin to the given events.
 func only(events ...nriv1beta1.Event) func(*testplugin.Plugin) {
-	return func(p *testplugin.Plugin) { p.Events = server.EventMask(events...) }
+	return func(p *testplugin.Plugin) { p.Events = nri.EventMask(events...) }
 }
 
 func eq[T comparable](t *testing.T, what string, got, want []T) {
@@ -270,7 +271,7 @@ func registerRaw(h *harness, req *nriv1beta1.RegisterPluginRequest) (*nriv1beta1
 }
 
 func withInstance(ctx context.Context, id string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, server.MetadataInstanceID, id)
+	return metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, id)
 }
 
 func validateRequired(names ...string) validate.Config {

@@ -14,6 +14,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -56,7 +57,7 @@ func TestPendingRegistrantDelaysOnlyItsEvents(t *testing.T) {
 	h := newHarness(t, server.WithMaxTimeout(time.Hour))
 	h.plugin("20", "healthy", nil)
 	hangingRegistrant(t, h, "10", "stuck", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX)
 		p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(10 * time.Minute), Synchronize: durationpb.New(10 * time.Minute)}
 	})
 	done := make(chan error, 1)
@@ -96,7 +97,7 @@ func TestPendingRegistrantWaitedForWithinItsEventTimeout(t *testing.T) {
 			h := newHarness(t, server.WithMaxTimeout(time.Hour))
 			h.plugin("20", "healthy", nil)
 			hangingRegistrant(t, h, "10", "stuck", func(p *testplugin.Plugin) {
-				p.Events = server.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
+				p.Events = nri.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
 				p.FailurePolicy = &nriv1beta1.FailurePolicy{FailRequest: fail}
 				p.Timeouts = &nriv1beta1.Timeouts{
 					Request:     durationpb.New(200 * time.Millisecond),
@@ -127,7 +128,7 @@ func TestAvailabilityCodesNeverEvict(t *testing.T) {
 			h := newHarness(t)
 			first := true
 			p := h.plugin("10", "busy", func(p *testplugin.Plugin) {
-				p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+				p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 				p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 					if first {
 						first = false
@@ -158,11 +159,11 @@ func TestAvailabilityCodesNeverEvict(t *testing.T) {
 func TestRequestOverAPluginsMessageSizeEvictsNobody(t *testing.T) {
 	h := newHarness(t)
 	small := h.plugin("10", "small", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.Capabilities = &nriv1beta1.Capabilities{MaxMessageSize: 64 << 10}
 	})
 	big := h.plugin("20", "big", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 	})
 	req := fixture.CreateContainerRequest(1, 0)
 	req.Container.Args = append(req.Container.Args, strings.Repeat("x", 100<<10))
@@ -187,14 +188,14 @@ func TestRequestOverAPluginsMessageSizeEvictsNobody(t *testing.T) {
 func TestInvalidUTF8FromAPluginIsAProtocolError(t *testing.T) {
 	h := newHarness(t)
 	bad := h.plugin("10", "latin1", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{
 				Env: []*nriv1beta1.KeyValue{{Key: "CITY", Value: string([]byte{'M', 0xfc, 'n', 'c', 'h', 'e', 'n'})}}}}, nil
 		}
 	})
 	h.plugin("20", "good", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{Annotations: map[string]string{"good": "1"}}}, nil
 		}
@@ -221,7 +222,7 @@ func TestInvalidUTF8FromAPluginIsAProtocolError(t *testing.T) {
 func TestHugeVetoMessageIsClipped(t *testing.T) {
 	h := newHarness(t)
 	h.plugin("10", "loud", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 		p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			return nil, status.Error(codes.PermissionDenied, strings.Repeat("no! ", 256<<10))
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/supervisor"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -42,7 +43,7 @@ func runLaunchedPlugin() int {
 		Name:     os.Getenv(server.EnvPluginName),
 		Index:    os.Getenv(server.EnvPluginIndex),
 		Endpoint: os.Getenv(server.EnvPluginEndpoint),
-		Events:   server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER),
+		Events:   nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER),
 		Handle: func(_ context.Context, method string, req proto.Message) error {
 			if method == "Configure" {
 				config = req.(*nriv1beta1.ConfigureRequest).GetConfig()
@@ -92,7 +93,7 @@ func TestPreLaunchedPluginsRegisterWithConfigAndRestart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not-a-plugin") {
 		t.Fatalf("Launch should report the badly named file: %v", err)
 	}
-	first := waitPlugin(t, h, "", server.AllEvents)
+	first := waitPlugin(t, h, "", nri.AllEvents)
 	if first.GetKind() != nriv1beta1.PluginKind_PLUGIN_KIND_LAUNCHED || first.GetIdentity() != "launch:10-launched" {
 		t.Fatalf("launched plugin: kind %v identity %q", first.GetKind(), first.GetIdentity())
 	}
@@ -107,7 +108,7 @@ func TestPreLaunchedPluginsRegisterWithConfigAndRestart(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	second := waitPlugin(t, h, first.GetInstanceId(), server.AllEvents)
+	second := waitPlugin(t, h, first.GetInstanceId(), nri.AllEvents)
 	if second.GetInstanceId() == first.GetInstanceId() {
 		t.Fatal("no new instance after the crash")
 	}
@@ -119,7 +120,7 @@ func TestPreLaunchedPluginsRegisterWithConfigAndRestart(t *testing.T) {
 
 // waitPlugin polls the registry until a ready plugin other than instance
 // `not` is registered.
-func waitPlugin(t *testing.T, h *harness, not string, _ uint32) *nriv1beta1.PluginInfo {
+func waitPlugin(t *testing.T, h *harness, not string, _ int32) *nriv1beta1.PluginInfo {
 	t.Helper()
 	deadline := time.Now().Add(wait())
 	for time.Now().Before(deadline) {

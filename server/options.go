@@ -31,7 +31,12 @@ const (
 	DefaultShutdownGrace = time.Second
 )
 
-// Option configures a Server.
+// Option configures a Server; pass options to New. An option only records
+// its value and never fails: New applies the options in order (a later one
+// overrides an earlier one; nil options are ignored), then validates them
+// and returns an error that names the offending option. A nil logger,
+// authorizer or metrics sink means the default. plugin.Option and the
+// bridge's options have the same shape.
 type Option func(*options)
 
 type options struct {
@@ -68,7 +73,7 @@ func defaultOptions() options {
 	}
 }
 
-// WithLogger sets the structured logger (default: discard).
+// WithLogger sets the structured logger (default, and for nil: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithRuntime sets the runtime name and version plugins see in Configure
@@ -145,7 +150,7 @@ type PluginPolicy struct {
 	MaxTimeout time.Duration
 }
 
-// WithMetrics sets the metrics sink (default: none).
+// WithMetrics sets the metrics sink (default, and for nil: none).
 func WithMetrics(m Metrics) Option { return func(o *options) { o.metrics = m } }
 
 // Metrics receives the server's measurements. Implementations must be safe

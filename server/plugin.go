@@ -16,16 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-)
-
-// Metadata keys on every server-to-plugin call.
-const (
-	// MetadataInstanceID carries the instance id the call is addressed to.
-	MetadataInstanceID = "nri-instance-id"
-	// MetadataNodeName carries the server's node name.
-	MetadataNodeName = "nri-node-name"
-	// MetadataRuntimeName carries the runtime's name.
-	MetadataRuntimeName = "nri-runtime-name"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // gate is a one-shot readiness signal: closed once a plugin finished
@@ -252,7 +243,7 @@ func (p *plugin) info() *nriv1beta1.PluginInfo {
 		Identity:      p.identity,
 		Kind:          p.kind,
 		Endpoint:      p.endpoint,
-		Events:        MaskEvents(p.mask),
+		Events:        nri.MaskEvents(int32(p.mask)),
 		Capabilities:  p.caps,
 		FailurePolicy: p.policy,
 		Timeouts:      p.timeouts.proto(),

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // recorder hands dispatch records to watchers (AdminService.WatchEvents,
@@ -82,7 +83,7 @@ func (r *recorder) end(rec *nriv1beta1.DispatchRecord, err error) {
 		return
 	}
 	rec.Duration = durationpb.New(time.Since(rec.StartTime.AsTime()))
-	rec.Outcome = outcomeOf(err)
+	rec.Outcome = nri.OutcomeOf(err)
 	if err != nil {
 		rec.Error = status.Convert(err).Message()
 	}

@@ -16,6 +16,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 	"github.com/nri-grpc/nri-grpc/internal/version"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // slot holds the instances of one plugin identity ("NN-name"): the current
@@ -232,7 +233,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugi
 	}
 	p.instanceID = fmt.Sprintf("%s-%d-%d", p.full, p.registeredAt.UnixNano(), s.instances.Add(1))
 	_, info := s.runtime()
-	p.md = metadata.Pairs(MetadataInstanceID, p.instanceID, MetadataNodeName, s.opts.nodeName, MetadataRuntimeName, info.Name)
+	p.md = metadata.Pairs(nri.MetadataInstanceID, p.instanceID, nri.MetadataNodeName, s.opts.nodeName, nri.MetadataRuntimeName, info.Name)
 	p.ready.Store(newGate())
 	// Synchronizing from its cut on: an attach meanwhile marks it to catch
 	// up (beginResync). Set before the plugin is visible to anyone.
@@ -393,12 +394,12 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) (answe
 			"configuring plugin %s: %v", p.full, err)
 	}
 	mask := uint32(cr.GetEvents())
-	if cr.GetEvents() < 0 || mask&^AllEvents != 0 {
+	if cr.GetEvents()&^nri.AllEvents != 0 {
 		return true, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,
-			"events", "ConfigureResponse.events: 0x%x has bits outside the 14 events (0x%x)", uint32(cr.GetEvents()), AllEvents)
+			"events", "ConfigureResponse.events: 0x%x has bits outside the 14 events (0x%x)", uint32(cr.GetEvents()), nri.AllEvents)
 	}
 	if mask == 0 {
-		mask = AllEvents
+		mask = uint32(nri.AllEvents)
 	}
 	if err := s.opts.authorizer.AuthorizeSubscription(p.identity, p.full, mask); err != nil {
 		return true, refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_EVENTS,

@@ -13,6 +13,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server/check"
 )
 
@@ -114,13 +115,13 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 // UpdateContainers relays a plugin's unsolicited updates and evictions.
 func (r *runtimeService) UpdateContainers(ctx context.Context, req *nriv1beta1.UpdateContainersRequest) (*nriv1beta1.UpdateContainersResponse, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	ids := md.Get(MetadataInstanceID)
+	ids := md.Get(nri.MetadataInstanceID)
 	if len(ids) != 1 || ids[0] == "" {
-		return nil, invalid("metadata "+MetadataInstanceID, "must name the instance id of a registered plugin")
+		return nil, invalid("metadata "+nri.MetadataInstanceID, "must name the instance id of a registered plugin")
 	}
 	p := r.s.instance(ids[0])
 	if p == nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "metadata %s: instance %q is not registered", MetadataInstanceID, ids[0])
+		return nil, status.Errorf(codes.FailedPrecondition, "metadata %s: instance %q is not registered", nri.MetadataInstanceID, ids[0])
 	}
 	if id, ok := IdentityFromContext(ctx); !ok || (id.Name != p.identity && id.Name != p.caller) {
 		return nil, status.Errorf(codes.PermissionDenied, "instance %q belongs to identity %q, not to the caller", ids[0], p.identity)

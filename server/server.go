@@ -12,6 +12,12 @@
 //   - merge/: merging plugin results with field ownership
 //   - validate/: the default validator and required plugins
 //   - runtime_service.go, adaptation_service.go: the gRPC services
+//
+// Options (Option, AdminOption, EventOption) only record values; New
+// validates them and names the offending option in its error, as
+// plugin.New and the bridge's constructors do. Event masks, metadata keys
+// and the reading of dispatch failures (nri.OutcomeOf, nri.PluginsOf) are in
+// package nri, shared with the plugin SDK.
 package server
 
 import (
@@ -89,13 +95,24 @@ type Runtime interface {
 func New(opts ...Option) (*Server, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
-	if o.requestTimeout <= 0 || o.registrationTimeout <= 0 {
-		return nil, fmt.Errorf("server: timeouts must be positive (request %v, registration %v)", o.requestTimeout, o.registrationTimeout)
+	if o.requestTimeout <= 0 {
+		return nil, fmt.Errorf("server: WithRequestTimeout: %v is not positive", o.requestTimeout)
+	}
+	if o.registrationTimeout <= 0 {
+		return nil, fmt.Errorf("server: WithRegistrationTimeout: %v is not positive", o.registrationTimeout)
 	}
 	if o.maxMessageSize < 64<<10 {
-		return nil, fmt.Errorf("server: max message size %d is below 64 KiB", o.maxMessageSize)
+		return nil, fmt.Errorf("server: WithMaxMessageSize: %d is below 64 KiB", o.maxMessageSize)
+	}
+	if o.log == nil {
+		o.log = defaultOptions().log
+	}
+	if o.metrics == nil {
+		o.metrics = noMetrics{}
 	}
 	if o.authorizer == nil {
 		o.authorizer = OwnerAuthorizer(uint32(os.Getuid()))

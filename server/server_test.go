@@ -19,6 +19,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -55,8 +56,8 @@ func TestRegistrationConfiguresThenSynchronizes(t *testing.T) {
 			t.Errorf("%s carried instance id %q, want %q", c, c.InstanceID, reg.GetInstanceId())
 		}
 	}
-	if reg.GetEvents() != int32(server.AllEvents) {
-		t.Errorf("Registered.events = 0x%x, want the full mask 0x%x for a 0 subscription", reg.GetEvents(), server.AllEvents)
+	if reg.GetEvents() != int32(nri.AllEvents) {
+		t.Errorf("Registered.events = 0x%x, want the full mask 0x%x for a 0 subscription", reg.GetEvents(), nri.AllEvents)
 	}
 }
 
@@ -136,6 +137,18 @@ func TestVerdictVetoesCreatingEvent(t *testing.T) {
 		t.Errorf("ErrorInfo reason %q", r)
 	}
 	eq(t, "calls", h.log.Strings(), []string{"10-veto:CreateContainer"})
+
+	// Runtimes read the verdict with package nri, in-process and over
+	// AdaptationService alike.
+	req := fixture.CreateContainerRequest(1, 1)
+	_, remote := h.adaptation().CreateContainer(h.ctx(), &nriv1beta1.AdaptationServiceCreateContainerRequest{
+		Pod: req.GetPod(), Container: req.GetContainer()})
+	for what, err := range map[string]error{"in-process": err, "AdaptationService": remote} {
+		if got := nri.OutcomeOf(err); got != nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_VETOED {
+			t.Errorf("%s: nri.OutcomeOf = %v (%v)", what, got, err)
+		}
+		eq(t, what+": nri.PluginsOf", nri.PluginsOf(err), []string{"10-veto"})
+	}
 }
 
 func TestTeardownErrorsNeverStopDelivery(t *testing.T) {

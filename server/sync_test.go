@@ -16,6 +16,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -241,7 +242,7 @@ func TestConcurrentPodsKeepPerPodOrder(t *testing.T) {
 				return
 			default:
 			}
-			p := &testplugin.Plugin{Name: "flaky", Index: "40", Log: testplugin.NewLog(), Events: server.AllEvents &^ server.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)}
+			p := &testplugin.Plugin{Name: "flaky", Index: "40", Log: testplugin.NewLog(), Events: nri.AllEvents &^ nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)}
 			ctx, cancel := context.WithTimeout(context.Background(), wait())
 			if _, err := p.Start(ctx, h.sock, h.pluginDir); err != nil {
 				t.Errorf("restart %d: %v", i, err)
@@ -300,12 +301,12 @@ func podOf(m proto.Message) string {
 func TestInProcessPluginUsesTheSamePath(t *testing.T) {
 	h := newHarness(t)
 	h.attach([]*nriv1beta1.PodSandbox{fixture.Pod(1)}, nil)
-	impl := &recordingImpl{mask: server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)}
+	impl := &recordingImpl{mask: nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)}
 	hd, err := h.srv.RegisterInProcess(h.ctx(), server.Registration{Name: "builtin", Index: "05", Identity: "builtin"}, impl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hd.InstanceID() == "" || hd.Registered().GetEvents() != int32(impl.mask) {
+	if hd.InstanceID() == "" || hd.Registered().GetEvents() != impl.mask {
 		t.Fatalf("registered: %v", hd.Registered())
 	}
 	h.plugin("10", "remote", nil)
@@ -333,7 +334,7 @@ func TestInProcessPluginUsesTheSamePath(t *testing.T) {
 
 type recordingImpl struct {
 	nriv1beta1.UnimplementedPluginServiceServer
-	mask uint32
+	mask int32
 	mu   sync.Mutex
 	got  []string
 }
@@ -352,7 +353,7 @@ func (r *recordingImpl) calls() []string {
 
 func (r *recordingImpl) Configure(context.Context, *nriv1beta1.ConfigureRequest) (*nriv1beta1.ConfigureResponse, error) {
 	r.note("Configure")
-	return &nriv1beta1.ConfigureResponse{Events: int32(r.mask)}, nil
+	return &nriv1beta1.ConfigureResponse{Events: r.mask}, nil
 }
 
 func (r *recordingImpl) Synchronize(_ context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {

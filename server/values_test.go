@@ -13,7 +13,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // badOOM answers CreateContainer with a harmless env variable and an OOM
@@ -47,12 +47,12 @@ func TestInvalidValueRefusesTheWholeResponse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
 			bad := h.plugin("10", "bad", func(p *testplugin.Plugin) {
-				p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+				p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 				p.FailurePolicy = &nriv1beta1.FailurePolicy{FailRequest: required}
 				p.OnCreateContainer = badOOM
 			})
 			h.plugin("20", "good", func(p *testplugin.Plugin) {
-				p.Events = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+				p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 				p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 					return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{
 						Env: []*nriv1beta1.KeyValue{{Key: "FROM_GOOD", Value: "1"}}}}, nil

@@ -40,7 +40,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/version"
-	"github.com/nri-grpc/nri-grpc/plugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -340,7 +340,7 @@ func (d *driver) print(rec *nriv1beta1.DispatchRecord) {
 		what += "/" + rec.GetContainerName()
 	}
 	outcome := strings.ToLower(strings.TrimPrefix(rec.GetOutcome().String(), "DISPATCH_OUTCOME_"))
-	line := fmt.Sprintf("%-17s %-16s %s", plugin.EventName(rec.GetEvent()), what, outcome)
+	line := fmt.Sprintf("%-17s %-16s %s", nri.EventName(rec.GetEvent()), what, outcome)
 	if len(rec.GetCalls()) == 0 {
 		line += " (no plugin subscribed)"
 	}

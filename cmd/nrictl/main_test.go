@@ -28,6 +28,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -192,7 +193,7 @@ func TestPlugins(t *testing.T) {
 	n := startNrid(t)
 	n.plugin("10", "inject", inject)
 	n.plugin("20", "starts", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_START_CONTAINER)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_START_CONTAINER)
 	})
 	n.lifecycle(1)
 	out := n.must("plugins")
@@ -394,7 +395,7 @@ func TestSimulate(t *testing.T) {
 	n := startNrid(t)
 	n.plugin("10", "inject", inject)
 	n.plugin("20", "grumpy", func(p *testplugin.Plugin) {
-		p.Events = server.EventMask(nriv1beta1.Event_EVENT_STOP_CONTAINER, nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_STOP_CONTAINER, nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
 		p.Handle = func(_ context.Context, method string, _ proto.Message) error {
 			if method == "StopContainer" {
 				return status.Error(codes.Internal, "cannot free the CPUs")

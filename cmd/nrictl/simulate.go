@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // simStep is one event of a simulated lifecycle and what the plugins made
@@ -76,7 +76,7 @@ func (f fatal) Unwrap() error { return f.err }
 // simulation reports and goes on from.
 func isOutcome(err error) bool {
 	for _, d := range status.Convert(err).Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == server.ErrorDomain {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == nri.ErrorDomain {
 			return true
 		}
 	}
@@ -238,7 +238,7 @@ func runSimulate(ctx context.Context, g *globals, args []string) error {
 	defer c.Close()
 	sim := &simulator{
 		g:     g,
-		ctx:   metadata.AppendToOutgoingContext(ctx, server.MetadataSimulate, "1"),
+		ctx:   metadata.AppendToOutgoingContext(ctx, nri.MetadataSimulate, "1"),
 		adapt: c.adaptation(),
 	}
 	var runErr error

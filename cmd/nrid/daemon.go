@@ -368,8 +368,20 @@ func (d *daemon) serve(ctx context.Context) error {
 	bridgeCtx, stopBridgeCtx := context.WithCancel(ctx)
 	var bridges sync.WaitGroup
 	stopBridge := func() { stopBridgeCtx(); bridges.Wait() }
-	ps := d.startBridgePlugins(bridgeCtx, &bridges, l)
-	d.rs = d.newBridgeRuntime()
+	ps, err := d.startBridgePlugins(bridgeCtx, &bridges, l)
+	if err == nil {
+		d.rs, err = d.newBridgeRuntime()
+	}
+	if err != nil {
+		if in != nil {
+			in.taken.Refuse(err)
+		}
+		stopBridge()
+		d.stop(sup)
+		stopMetrics()
+		<-metricsDone
+		return err
+	}
 
 	// Taking over: the runtime connection continues here; the old nrid
 	// stops once told, and its plugins register here again.
@@ -559,12 +571,13 @@ func (d *daemon) launch(ctx context.Context, sup *supervisor.Supervisor, ps *bri
 }
 
 // newBridgeRuntime creates the runtime side of the ttrpc bridge, if
-// configured; it runs after the restart gate, so that the runtime sees
-// nrid (its plugin 00-nri-grpc) only once the plugins are back.
-func (d *daemon) newBridgeRuntime() *bridge.RuntimeSide {
+// configured (nil, nil otherwise); it runs after the restart gate, so that
+// the runtime sees nrid (its plugin 00-nri-grpc) only once the plugins are
+// back.
+func (d *daemon) newBridgeRuntime() (*bridge.RuntimeSide, error) {
 	b := d.cfg.Bridge
 	if b.RuntimeSocket == "" {
-		return nil
+		return nil, nil
 	}
 	name, idx := b.PluginName, b.PluginIndex
 	if name == "" {
@@ -578,15 +591,19 @@ func (d *daemon) newBridgeRuntime() *bridge.RuntimeSide {
 }
 
 // startBridgePlugins starts the plugin side of the ttrpc bridge (the
-// classic plugin socket), if configured, and returns it for launching the
-// classic plugins of bridge.classic_plugin_dir (launch).
-func (d *daemon) startBridgePlugins(ctx context.Context, wg *sync.WaitGroup, l *listeners) *bridge.PluginSide {
+// classic plugin socket), if configured (nil, nil otherwise), and returns
+// it for launching the classic plugins of bridge.classic_plugin_dir
+// (launch).
+func (d *daemon) startBridgePlugins(ctx context.Context, wg *sync.WaitGroup, l *listeners) (*bridge.PluginSide, error) {
 	b := d.cfg.Bridge
 	if l.classic == nil && b.ClassicPluginDir == "" {
-		return nil
+		return nil, nil
 	}
-	ps := bridge.NewPluginSide(d.srv, bridge.WithPluginLogger(d.log.With("component", "bridge-plugins")),
+	ps, err := bridge.NewPluginSide(d.srv, bridge.WithPluginLogger(d.log.With("component", "bridge-plugins")),
 		bridge.WithRegistrationTimeout(d.cfg.Server.RegistrationTimeout.D()))
+	if err != nil {
+		return nil, err
+	}
 	if l.classic != nil {
 		wg.Go(func() {
 			if err := ps.Serve(ctx, l.classic); err != nil {
@@ -595,7 +612,7 @@ func (d *daemon) startBridgePlugins(ctx context.Context, wg *sync.WaitGroup, l *
 		})
 		d.log.Info("bridge plugin side enabled", "plugin_socket", b.PluginSocket)
 	}
-	return ps
+	return ps, nil
 }
 
 func serveGRPC(g *grpc.Server, l net.Listener) error {

@@ -11,6 +11,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -22,7 +23,7 @@ func launchedMain() int {
 		Name:     os.Getenv(server.EnvPluginName),
 		Index:    os.Getenv(server.EnvPluginIndex),
 		Endpoint: os.Getenv(server.EnvPluginEndpoint),
-		Events:   server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER),
+		Events:   nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER),
 		OnCreateContainer: func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{
 				Annotations: map[string]string{"launched": "yes"},

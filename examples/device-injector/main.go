@@ -26,8 +26,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/plugin"
-	"github.com/nri-grpc/nri-grpc/server/validate"
 )
 
 // Annotation keys (prefixes: add "/container.<name>" or "/pod").
@@ -108,7 +108,7 @@ func (i *injector) CreateContainer(_ context.Context, req *nriv1beta1.CreateCont
 // lookup decodes the effective annotation key of container ctr into out;
 // it leaves out alone when there is none.
 func lookup(annotations map[string]string, key, ctr string, out any) error {
-	value, ok := validate.EffectiveAnnotation(annotations, key, ctr)
+	value, ok := nri.EffectiveAnnotation(annotations, key, ctr)
 	if !ok {
 		return nil
 	}

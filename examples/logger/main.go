@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/plugin"
 )
 
@@ -56,8 +57,7 @@ type entry struct {
 }
 
 // defaultEvents is every event but validation.
-var defaultEvents = plugin.EventMask(plugin.MaskEvents(0x3FFF)...) &^
-	plugin.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
+var defaultEvents = nri.AllEvents &^ nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
 
 func newLogger(out io.Writer, cfg Config) (*logger, error) {
 	l := &logger{out: out}
@@ -87,12 +87,12 @@ func (l *logger) apply(cfg Config) error {
 	return nil
 }
 
-// parseEvents turns event names into a mask (see plugin.ParseEventMask).
+// parseEvents turns event names into a mask (see nri.ParseEventMask).
 func parseEvents(names []string) (int32, error) {
 	if len(names) == 0 {
 		return defaultEvents, nil
 	}
-	return plugin.ParseEventMask(names...)
+	return nri.ParseEventMask(names...)
 }
 
 // dump writes one entry.

@@ -17,6 +17,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/plugin"
 	"github.com/nri-grpc/nri-grpc/plugin/plugintest"
 )
@@ -89,7 +90,7 @@ func TestLoggerJSONAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := env.Start(t, l, plugin.WithName("logger"))
-	want := plugin.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
+	want := nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
 	if got := p.Registered().GetEvents(); got != want {
 		t.Errorf("subscription %#x, want %#x", got, want)
 	}
@@ -118,7 +119,7 @@ func TestLoggerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rsp.GetEvents() != plugin.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX) || l.format != "json" {
+	if rsp.GetEvents() != nri.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX) || l.format != "json" {
 		t.Errorf("configured: events %#x, format %s", rsp.GetEvents(), l.format)
 	}
 	for _, bad := range []Config{{Format: "xml"}, {Events: []string{"Nope"}}} {

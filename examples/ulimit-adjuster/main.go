@@ -19,8 +19,8 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/plugin"
-	"github.com/nri-grpc/nri-grpc/server/validate"
 )
 
 // UlimitsKey is the annotation key (prefix).
@@ -49,7 +49,7 @@ type adjuster struct {
 // unknown limit or a soft limit above the hard one vetoes the container.
 func (a *adjuster) CreateContainer(_ context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 	pod, ctr := req.GetPod(), req.GetContainer()
-	value, ok := validate.EffectiveAnnotation(pod.GetAnnotations(), UlimitsKey, ctr.GetName())
+	value, ok := nri.EffectiveAnnotation(pod.GetAnnotations(), UlimitsKey, ctr.GetName())
 	if !ok {
 		return nil, nil
 	}

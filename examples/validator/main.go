@@ -29,8 +29,8 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/plugin"
-	"github.com/nri-grpc/nri-grpc/server/validate"
 )
 
 // AllowHooksKey is the annotation that lets a pod's containers get OCI
@@ -93,7 +93,7 @@ func (v *validator) ValidateContainerAdjustment(_ context.Context, req *nriv1bet
 	owners := req.GetOwners().GetOwners()[ctr.GetId()]
 
 	if hooks := req.GetAdjust().GetHooks(); hasHooks(hooks) && !cfg.AllowOCIHooks {
-		value, _ := validate.EffectiveAnnotation(req.GetPod().GetAnnotations(), AllowHooksKey, ctr.GetName())
+		value, _ := nri.EffectiveAnnotation(req.GetPod().GetAnnotations(), AllowHooksKey, ctr.GetName())
 		if ok, _ := strconv.ParseBool(value); !ok {
 			by := owners.GetSimple()[int32(nriv1beta1.Field_FIELD_OCI_HOOKS)]
 			v.log.Info("rejecting OCI hooks", "container", ctr.GetName(), "plugins", by)

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/plugin"
 	"github.com/nri-grpc/nri-grpc/plugin/plugintest"
 )
@@ -43,7 +44,7 @@ func TestValidator(t *testing.T) {
 	v := &validator{log: plugintest.TestLogger(t, slog.LevelInfo)}
 	v.setConfig(Config{AllowedMountSources: []string{"/srv/data/"}})
 	p := env.Start(t, v, plugin.WithName("validator"), plugin.WithIndex("90"))
-	if p.Registered().GetEvents() != plugin.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT) {
+	if p.Registered().GetEvents() != nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT) {
 		t.Errorf("the validator subscribed to %#x, want only validation", p.Registered().GetEvents())
 	}
 

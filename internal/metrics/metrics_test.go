@@ -27,6 +27,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -167,14 +168,14 @@ func TestScrapeShowsPluginCalls(t *testing.T) {
 	log := testplugin.NewLog()
 	startPlugin(t, sock, pluginDir, &testplugin.Plugin{
 		Name: "observed", Index: "10", Log: log,
-		Events: server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_STOP_CONTAINER),
+		Events: nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_STOP_CONTAINER),
 		OnStopContainer: func(context.Context, *nriv1beta1.StopContainerRequest) (*nriv1beta1.StopContainerResponse, error) {
 			return nil, status.Error(codes.Internal, "cannot stop")
 		},
 	})
 	startPlugin(t, sock, pluginDir, &testplugin.Plugin{
 		Name: "vetoer", Index: "20", Log: log,
-		Events: server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER),
+		Events: nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER),
 		OnCreateContainer: func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 			return nil, status.Error(codes.PermissionDenied, "no")
 		},

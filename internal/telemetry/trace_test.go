@@ -26,6 +26,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/telemetry"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -118,7 +119,7 @@ type tracedPlugin struct {
 }
 
 func (p *tracedPlugin) Configure(context.Context, *nriv1beta1.ConfigureRequest) (*nriv1beta1.ConfigureResponse, error) {
-	mask := server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_STOP_CONTAINER)
+	mask := nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_STOP_CONTAINER)
 	return &nriv1beta1.ConfigureResponse{Events: int32(mask)}, nil
 }
 

@@ -26,6 +26,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // Call is one call a plugin received.
@@ -141,7 +142,7 @@ type Plugin struct {
 	// Name and Index identify the plugin.
 	Name, Index string
 	// Events is the subscription mask returned by Configure (0: all).
-	Events uint32
+	Events int32
 	// FailurePolicy is returned by Configure.
 	FailurePolicy *nriv1beta1.FailurePolicy
 	// Capabilities and Timeouts are declared at registration.
@@ -311,7 +312,7 @@ func (p *Plugin) Stop() {
 
 // UpdateContainers asks the server for unsolicited updates.
 func (p *Plugin) UpdateContainers(ctx context.Context, req *nriv1beta1.UpdateContainersRequest) (*nriv1beta1.UpdateContainersResponse, error) {
-	ctx = metadata.AppendToOutgoingContext(ctx, "nri-instance-id", p.InstanceID())
+	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, p.InstanceID())
 	return nriv1beta1.NewRuntimeServiceClient(p.cc).UpdateContainers(ctx, req)
 }
 
@@ -324,7 +325,7 @@ type service struct {
 func (s *service) enter(ctx context.Context, method string, req proto.Message) error {
 	md, _ := metadata.FromIncomingContext(ctx)
 	id := ""
-	if v := md.Get("nri-instance-id"); len(v) == 1 {
+	if v := md.Get(nri.MetadataInstanceID); len(v) == 1 {
 		id = v[0]
 	}
 	if method == "Configure" {
@@ -346,7 +347,7 @@ func (s *service) Configure(ctx context.Context, req *nriv1beta1.ConfigureReques
 	if err := s.enter(ctx, "Configure", req); err != nil {
 		return nil, err
 	}
-	return &nriv1beta1.ConfigureResponse{Events: int32(s.p.Events), FailurePolicy: s.p.FailurePolicy}, nil
+	return &nriv1beta1.ConfigureResponse{Events: s.p.Events, FailurePolicy: s.p.FailurePolicy}, nil
 }
 
 func (s *service) Synchronize(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {

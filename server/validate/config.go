@@ -40,7 +40,7 @@ type Config struct {
 	// a required plugin that is not running blocks them all.
 	RequiredPlugins []string `toml:"required_plugins"`
 	// TolerateMissingPluginsAnnotation is the pod annotation key whose
-	// effective value "true" (see [EffectiveAnnotation]) waives the plugins
+	// effective value "true" (see [nri.EffectiveAnnotation]) waives the plugins
 	// required by the required-plugins annotation. Empty disables toleration.
 	// The conventional key is [DefaultTolerateMissingPluginsAnnotation].
 	TolerateMissingPluginsAnnotation string `toml:"tolerate_missing_plugins_annotation"`

@@ -321,27 +321,3 @@ func TestDifferentialRequiredPlugins(t *testing.T) {
 	}
 	t.Logf("%d cases, %d of them the deliberate change", total, deliberate)
 }
-
-// TestDifferentialEffectiveAnnotation compares EffectiveAnnotation with
-// classic's GetEffectiveAnnotation.
-func TestDifferentialEffectiveAnnotation(t *testing.T) {
-	t.Parallel()
-	sets := []map[string]string{
-		nil,
-		{},
-		{"k": "bare"},
-		{"k/pod": "pod", "k": "bare"},
-		{"k/container.c": "ctr", "k/pod": "pod", "k": "bare"},
-		{"k/container.": "unnamed", "k/container.d": "other"},
-		{"k/pods": "x", "kk": "y", "k/container.cc": "z"},
-	}
-	for _, annotations := range sets {
-		for _, ctr := range []string{"c", "d", ""} {
-			got, ok := validate.EffectiveAnnotation(annotations, "k", ctr)
-			want, wantOK := plugin.GetEffectiveAnnotation(&api.PodSandbox{Annotations: annotations}, "k", ctr)
-			if got != want || ok != wantOK {
-				t.Errorf("annotations=%q ctr=%q: got %q, %v; classic %q, %v", annotations, ctr, got, ok, want, wantOK)
-			}
-		}
-	}
-}

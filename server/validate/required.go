@@ -7,6 +7,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 const (
@@ -14,7 +15,7 @@ const (
 	AnnotationDomain = "noderesource.dev"
 
 	// RequiredPluginsAnnotation is the pod annotation whose effective value
-	// (see [EffectiveAnnotation]) is a YAML or JSON list of plugins a
+	// (see [nri.EffectiveAnnotation]) is a YAML or JSON list of plugins a
 	// container requires, in addition to the operator's
 	// [Config.RequiredPlugins]. Entries are names ("foo") or full names
 	// ("10-foo").
@@ -26,35 +27,13 @@ const (
 	DefaultTolerateMissingPluginsAnnotation = "tolerate-missing-plugins." + AnnotationDomain
 )
 
-// EffectiveAnnotation returns the value of the annotation key that applies to
-// the container named ctrName, and whether there is one. The most specific
-// form wins:
-//
-//  1. <key>/container.<ctrName> (this container only),
-//  2. <key>/pod (every container of the pod),
-//  3. <key> (every container of the pod).
-//
-// This is classic NRI's GetEffectiveAnnotation, over a plain map so that
-// plugins can use it on any annotations.
-func EffectiveAnnotation(annotations map[string]string, key, ctrName string) (string, bool) {
-	if len(annotations) == 0 {
-		return "", false
-	}
-	for _, k := range [...]string{key + "/container." + ctrName, key + "/pod", key} {
-		if v, ok := annotations[k]; ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // Required returns the plugins that must be registered for ctr of pod to be
 // created, in two lists:
 //
 //   - operator is the operator's [Config.RequiredPlugins] (a copy). The
 //     tolerate-missing-plugins annotation never waives it.
 //   - annotated is the list in the pod's [RequiredPluginsAnnotation], looked
-//     up with [EffectiveAnnotation]. It is nil when the annotation is absent,
+//     up with [nri.EffectiveAnnotation]. It is nil when the annotation is absent,
 //     or when the effective value of [Config.TolerateMissingPluginsAnnotation]
 //     is true; the annotation is then not parsed at all.
 //
@@ -68,7 +47,7 @@ func (v *Validator) Required(pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Contain
 	name := ctr.GetName()
 
 	if key := v.cfg.TolerateMissingPluginsAnnotation; key != "" {
-		if value, ok := EffectiveAnnotation(annotations, key, name); ok {
+		if value, ok := nri.EffectiveAnnotation(annotations, key, name); ok {
 			tolerate, perr := strconv.ParseBool(value)
 			if perr != nil {
 				return operator, nil, &annotationError{key: key, value: value, err: perr}
@@ -79,7 +58,7 @@ func (v *Validator) Required(pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Contain
 		}
 	}
 
-	value, ok := EffectiveAnnotation(annotations, RequiredPluginsAnnotation, name)
+	value, ok := nri.EffectiveAnnotation(annotations, RequiredPluginsAnnotation, name)
 	if !ok {
 		return operator, nil, nil
 	}

@@ -178,28 +178,3 @@ func TestMissingRequired(t *testing.T) {
 		t.Errorf("index-less instance: MissingRequired = %q", got)
 	}
 }
-
-func TestEffectiveAnnotation(t *testing.T) {
-	t.Parallel()
-	const key = "k"
-	all := map[string]string{"k/container.c": "ctr", "k/pod": "pod", "k": "bare"}
-	for _, tc := range []struct {
-		name        string
-		annotations map[string]string
-		ctr         string
-		want        string
-		wantOK      bool
-	}{
-		{name: "nil map", ctr: "c"},
-		{name: "container wins", annotations: all, ctr: "c", want: "ctr", wantOK: true},
-		{name: "other container gets pod", annotations: all, ctr: "d", want: "pod", wantOK: true},
-		{name: "bare key", annotations: map[string]string{"k": "bare"}, ctr: "c", want: "bare", wantOK: true},
-		{name: "empty value is present", annotations: map[string]string{"k/pod": ""}, ctr: "c", want: "", wantOK: true},
-		{name: "unrelated keys", annotations: map[string]string{"kk": "x", "k/container.cc": "y", "k/pods": "z"}, ctr: "c"},
-	} {
-		got, ok := validate.EffectiveAnnotation(tc.annotations, key, tc.ctr)
-		if got != tc.want || ok != tc.wantOK {
-			t.Errorf("%s: EffectiveAnnotation = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.wantOK)
-		}
-	}
-}

@@ -315,8 +315,10 @@ func newClassicEnv(t *testing.T, o conformance.Options, bridged bool) (*classicE
 		_ = srv.Shutdown(ctx)
 	})
 	e.px = startCutProxy(t, filepath.Join(dir, "proxy.sock"), rtSock)
-	e.rs = bridge.NewRuntimeSide(srv, bridge.WithRuntimeSocket(e.px.sock), bridge.WithRuntimeLogger(logger.With("side", "runtime")),
-		bridge.WithReconnectBackoff(5*time.Millisecond, 50*time.Millisecond))
+	if e.rs, err = bridge.NewRuntimeSide(srv, bridge.WithRuntimeSocket(e.px.sock), bridge.WithRuntimeLogger(logger.With("side", "runtime")),
+		bridge.WithReconnectBackoff(5*time.Millisecond, 50*time.Millisecond)); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = e.rs.Run(ctx); close(done) }()
@@ -328,7 +330,10 @@ func newClassicEnv(t *testing.T, o conformance.Options, bridged bool) (*classicE
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps := bridge.NewPluginSide(srv, bridge.WithPluginLogger(logger.With("side", "plugin")))
+		ps, err := bridge.NewPluginSide(srv, bridge.WithPluginLogger(logger.With("side", "plugin")))
+		if err != nil {
+			t.Fatal(err)
+		}
 		pctx, pcancel := context.WithCancel(context.Background())
 		pdone := make(chan struct{})
 		go func() { _ = ps.Serve(pctx, lis); close(pdone) }()

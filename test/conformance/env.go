@@ -12,6 +12,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
@@ -160,13 +161,13 @@ func (s *PluginSpec) Mask() int32 {
 		return *s.RawEvents
 	}
 	if s.Events == nil {
-		m := server.AllEvents &^ server.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
+		m := nri.AllEvents &^ nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
 		if s.OnValidate != nil {
-			m = server.AllEvents
+			m = nri.AllEvents
 		}
 		return int32(m)
 	}
-	return int32(server.EventMask(s.Events...))
+	return int32(nri.EventMask(s.Events...))
 }
 
 // Plugin is a started plugin.

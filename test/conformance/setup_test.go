@@ -19,6 +19,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
 )
@@ -152,7 +153,7 @@ func (b *base) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (confo
 	tp := &testplugin.Plugin{
 		Name:              spec.Name,
 		Index:             spec.Index,
-		Events:            uint32(spec.Mask()),
+		Events:            spec.Mask(),
 		FailurePolicy:     spec.FailurePolicy,
 		Capabilities:      spec.Capabilities,
 		Timeouts:          spec.Timeouts,
@@ -167,7 +168,7 @@ func (b *base) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (confo
 	tp.Handle = func(ctx context.Context, method string, req proto.Message) error {
 		id := ""
 		if md, ok := metadata.FromIncomingContext(ctx); ok {
-			if v := md.Get(server.MetadataInstanceID); len(v) > 0 {
+			if v := md.Get(nri.MetadataInstanceID); len(v) > 0 {
 				id = v[0]
 			}
 		}

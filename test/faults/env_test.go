@@ -252,7 +252,7 @@ func (e *env) finish(bad ...*testplugin.Plugin) {
 // timeout and concurrent calls, so that what it does wrong on purpose, not
 // a loaded machine, decides the outcome; a test about timeouts sets
 // Timeouts back to nil (nrid's 300 ms default).
-func (e *env) badPlugin(events uint32) *testplugin.Plugin {
+func (e *env) badPlugin(events int32) *testplugin.Plugin {
 	return &testplugin.Plugin{Name: "bad", Index: "10", Log: e.log, Events: events,
 		Capabilities: &nriv1beta1.Capabilities{MaxConcurrentCalls: 4},
 		Timeouts:     &nriv1beta1.Timeouts{Request: durationpb.New(time.Minute)}}

@@ -18,11 +18,12 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
 // createOnly subscribes to CreateContainer only.
-var createOnly = server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+var createOnly = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
 
 // TestHangingPlugin: a plugin that never answers CreateContainer (it hangs
 // until nrid's deadline, then returns the deadline's error) is skipped
@@ -484,7 +485,7 @@ func TestHangInSynchronize(t *testing.T) {
 	release := make(chan struct{})
 	syncing := make(chan struct{})
 	var hanging atomic.Bool
-	bad := e.badPlugin(server.EventMask(nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX))
+	bad := e.badPlugin(nri.EventMask(nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX))
 	bad.Timeouts = &nriv1beta1.Timeouts{Synchronize: durationpb.New(10 * time.Minute)}
 	bad.OnSynchronize = func(ctx context.Context, _ *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
 		hanging.Store(true)

@@ -19,7 +19,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // lifecycleMethods are the events of one pod's lifecycle, in the order the
@@ -32,7 +32,7 @@ var lifecycleMethods = []string{
 }
 
 // lifecycleMask subscribes to every lifecycle event (not validation).
-var lifecycleMask = server.EventMask(
+var lifecycleMask = nri.EventMask(
 	nriv1beta1.Event_EVENT_RUN_POD_SANDBOX, nriv1beta1.Event_EVENT_UPDATE_POD_SANDBOX, nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX,
 	nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_POST_CREATE_CONTAINER, nriv1beta1.Event_EVENT_START_CONTAINER,
 	nriv1beta1.Event_EVENT_POST_START_CONTAINER, nriv1beta1.Event_EVENT_UPDATE_CONTAINER, nriv1beta1.Event_EVENT_POST_UPDATE_CONTAINER,

@@ -16,7 +16,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // The soak's rhythm.
@@ -299,7 +299,7 @@ func (s *soak) lifecycle(ctx context.Context, n int) bool {
 // churn registers a plugin, keeps it a moment, stops it, and again, until
 // stop is closed.
 func (s *soak) churn(stop <-chan struct{}) {
-	mask := server.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX, nriv1beta1.Event_EVENT_CREATE_CONTAINER,
+	mask := nri.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX, nriv1beta1.Event_EVENT_CREATE_CONTAINER,
 		nriv1beta1.Event_EVENT_STOP_CONTAINER, nriv1beta1.Event_EVENT_REMOVE_POD_SANDBOX)
 	for {
 		select {

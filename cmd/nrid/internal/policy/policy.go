@@ -44,6 +44,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -204,7 +205,7 @@ const maxCached = 8192
 
 func (p *Policy) resolve(identity, full string) *grants {
 	if p.isOwner(identity) {
-		return &grants{owner: true, grant: GrantAll, events: server.AllEvents, matched: true}
+		return &grants{owner: true, grant: GrantAll, events: allEvents, matched: true}
 	}
 	var idx, name string
 	if full != "" {
@@ -244,7 +245,7 @@ func (p *Policy) resolve(identity, full string) *grants {
 	if !anyRule && strings.HasPrefix(identity, kindLaunch+":") && full != "" && identity == kindLaunch+":"+full {
 		// A launched plugin the rules do not mention: the operator put it in
 		// nrid's plugin directory, so it gets the plugin grants of its slot.
-		return &grants{grant: pluginGrants, events: server.AllEvents, matched: true}
+		return &grants{grant: pluginGrants, events: allEvents, matched: true}
 	}
 	return g
 }
@@ -316,7 +317,7 @@ func denyRegistration(why nriv1beta1.RegistrationRefusal, field, format string, 
 func refuseRegistration(code codes.Code, why nriv1beta1.RegistrationRefusal, field, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	st := status.New(code, msg)
-	info := &errdetails.ErrorInfo{Reason: why.String(), Domain: server.ErrorDomain}
+	info := &errdetails.ErrorInfo{Reason: why.String(), Domain: nri.ErrorDomain}
 	if field != "" {
 		info.Metadata = map[string]string{"field": field}
 		if d, err := st.WithDetails(info, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
@@ -438,7 +439,7 @@ func eventList(mask uint32) string {
 	if mask == 0 {
 		return "none"
 	}
-	if mask == server.AllEvents {
+	if mask == allEvents {
 		return "all"
 	}
 	return strings.Join(EventNames(mask), ", ")

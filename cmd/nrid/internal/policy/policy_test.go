@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -70,7 +71,7 @@ func TestOwnersMayDoEverything(t *testing.T) {
 		if err := p.AuthorizeRegistration(ctx, id, reg("99", "anything", "unix://"+dir+"/x.sock")); err != nil {
 			t.Errorf("%s: %v", id.Name, err)
 		}
-		if err := p.AuthorizeSubscription(id.Name, "99-anything", server.AllEvents); err != nil {
+		if err := p.AuthorizeSubscription(id.Name, "99-anything", allEvents); err != nil {
 			t.Errorf("%s: %v", id.Name, err)
 		}
 		if err := p.AuthorizeResponse(id.Name, "99-anything", nriv1beta1.Event_EVENT_CREATE_CONTAINER, nil, everything()); err != nil {
@@ -196,7 +197,7 @@ func TestLaunchIdentities(t *testing.T) {
 	if err := p.AuthorizeResponse(launched.Name, "10-foo", nriv1beta1.Event_EVENT_CREATE_CONTAINER, nil, everything()); err == nil {
 		t.Error("the rule did not restrict the launched plugin")
 	}
-	if err := p.AuthorizeSubscription(launched.Name, "10-foo", server.AllEvents); err == nil {
+	if err := p.AuthorizeSubscription(launched.Name, "10-foo", allEvents); err == nil {
 		t.Error("the rule did not restrict the events")
 	}
 	if _, err := New([]Rule{{Identity: "launch:10-foo", Plugins: []string{"bar"}}}, Options{}); err == nil {
@@ -209,7 +210,7 @@ func TestSubscription(t *testing.T) {
 		{Identity: "uid:1000", Plugins: []string{"foo"}, Events: []string{"create_container", "UpdateContainer"}},
 		{Identity: "uid:1000", Plugins: []string{"10-foo"}, Events: []string{"EVENT_STOP_CONTAINER"}},
 	})
-	want := server.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_UPDATE_CONTAINER, nriv1beta1.Event_EVENT_STOP_CONTAINER)
+	want := uint32(nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_UPDATE_CONTAINER, nriv1beta1.Event_EVENT_STOP_CONTAINER))
 	if err := p.AuthorizeSubscription("uid:1000", "10-foo", want); err != nil {
 		t.Fatal(err)
 	}

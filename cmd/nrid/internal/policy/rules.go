@@ -10,7 +10,7 @@ import (
 
 	"github.com/nri-grpc/nri-grpc/auth"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // Rule is one [[policy]] entry of nrid's configuration: an identity, the
@@ -394,26 +394,29 @@ func parseIndexRange(s string) (idxRange, error) {
 	return idxRange{l, h}, nil
 }
 
+// allEvents is nri.AllEvents in the type of the server's Authorizer masks.
+const allEvents = uint32(nri.AllEvents)
+
 // ParseEvent returns the subscription mask of an event name: "all",
 // "create_container", "CreateContainer" or "EVENT_CREATE_CONTAINER".
 func ParseEvent(s string) (uint32, error) {
 	norm := func(x string) string { return strings.ToLower(strings.ReplaceAll(x, "_", "")) }
 	n := norm(strings.TrimPrefix(strings.TrimPrefix(s, "EVENT_"), "event_"))
 	if n == "all" {
-		return server.AllEvents, nil
+		return allEvents, nil
 	}
 	for e := nriv1beta1.Event_EVENT_RUN_POD_SANDBOX; e < nriv1beta1.Event_EVENT_LAST; e++ {
 		if norm(strings.TrimPrefix(e.String(), "EVENT_")) == n {
-			return server.EventMask(e), nil
+			return uint32(nri.EventMask(e)), nil
 		}
 	}
-	return 0, fmt.Errorf("%q is not an event; use \"all\" or one of %s", s, strings.Join(EventNames(server.AllEvents), ", "))
+	return 0, fmt.Errorf("%q is not an event; use \"all\" or one of %s", s, strings.Join(EventNames(allEvents), ", "))
 }
 
 // EventNames names the events of a mask ("create_container", ...).
 func EventNames(mask uint32) []string {
 	var out []string
-	for _, e := range server.MaskEvents(mask) {
+	for _, e := range nri.MaskEvents(int32(mask)) {
 		out = append(out, strings.ToLower(strings.TrimPrefix(e.String(), "EVENT_")))
 	}
 	return out
