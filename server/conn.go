@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -24,9 +23,10 @@ type conn interface {
 	close() error
 }
 
-// remoteConn calls a plugin over gRPC.
+// remoteConn calls a plugin over gRPC, through the connection a Dialer
+// made.
 type remoteConn struct {
-	cc *grpc.ClientConn
+	cc PluginConn
 }
 
 func (c *remoteConn) invoke(ctx context.Context, method string, req proto.Message, raw []byte, newRsp func() proto.Message) (proto.Message, error) {
