@@ -30,6 +30,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // roleEnv names the role of a re-executed benchmark process.
@@ -423,6 +424,7 @@ func runNrid(args []string) error {
 	c := newCtl(*profile)
 	srv, err := server.New(
 		server.WithPluginSocketDir(*dir),
+		server.WithDialer(transport.NewDialer()),
 		server.WithLogger(discardLogger()),
 		server.WithNodeName("bench-node"),
 	)

@@ -23,6 +23,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // Side names, as reported.
@@ -227,6 +228,7 @@ func newGRPCRT(e *env, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Contain
 	}
 	opts := []server.Option{
 		server.WithPluginSocketDir(r.pluginDir),
+		server.WithDialer(transport.NewDialer()),
 		server.WithLogger(discardLogger()),
 		server.WithRuntime("bench-runtime", "v1.0.0"),
 		server.WithNodeName("bench-node"),

@@ -26,6 +26,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // wait bounds anything a test waits for: the time left before the test
@@ -60,7 +61,7 @@ func startNrid(t *testing.T, opts ...server.Option) *nrid {
 	if err := os.Mkdir(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(append([]server.Option{server.WithPluginSocketDir(pluginDir), server.WithLogger(testLogger(t))}, opts...)...)
+	srv, err := server.New(append([]server.Option{server.WithPluginSocketDir(pluginDir), server.WithDialer(transport.NewDialer()), server.WithLogger(testLogger(t))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

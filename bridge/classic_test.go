@@ -18,9 +18,9 @@ import (
 	"github.com/nri-grpc/nri-grpc/bridge"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
-	"github.com/nri-grpc/nri-grpc/internal/supervisor"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/supervisor"
 )
 
 // buildOldPlugin builds test/classic-old, a plugin against NRI v0.11.0

@@ -11,8 +11,8 @@ import (
 	"github.com/nri-grpc/nri-grpc/bridge"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
-	"github.com/nri-grpc/nri-grpc/internal/supervisor"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/supervisor"
 )
 
 // TestVersionMatrix: {classic runtime, gRPC runtime} × {old classic plugin,

@@ -20,8 +20,8 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
-	"github.com/nri-grpc/nri-grpc/internal/supervisor"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/supervisor"
 )
 
 // classicMaxMessage is what the server may send a classic plugin in one

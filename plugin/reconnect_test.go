@@ -23,6 +23,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/plugin"
 	"github.com/nri-grpc/nri-grpc/plugin/plugintest"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // hourly is a backoff no test can wait out: a plugin that registers again
@@ -39,7 +40,7 @@ type killableServer struct {
 
 func serveAt(t testing.TB, sock, pluginDir string, log *slog.Logger) *killableServer {
 	t.Helper()
-	srv, err := server.New(server.WithPluginSocketDir(pluginDir), server.WithLogger(log.With("component", "server")),
+	srv, err := server.New(server.WithPluginSocketDir(pluginDir), server.WithDialer(transport.NewDialer()), server.WithLogger(log.With("component", "server")),
 		server.WithRuntime("reconnect-test", "v0"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -27,9 +26,10 @@ type conn interface {
 	close() error
 }
 
-// remoteConn calls a plugin over gRPC.
+// remoteConn calls a plugin over gRPC, through the connection a Dialer
+// made.
 type remoteConn struct {
-	cc *grpc.ClientConn
+	cc PluginConn
 }
 
 func (c *remoteConn) inProcess() nriv1beta1.PluginServiceServer { return nil }

@@ -7,7 +7,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/nri"
@@ -74,54 +73,3 @@ func invalid(field, format string, args ...any) error {
 // callerGone reports whether the caller's own context ended (as opposed to
 // a plugin's call timing out).
 func callerGone(ctx context.Context) bool { return ctx.Err() != nil }
-
-// Identity is an authenticated caller.
-type Identity struct {
-	// Name renders the identity, for example "uid:0".
-	Name string
-	// UID is the unix uid of a caller on a unix socket.
-	UID uint32
-	// Unix is true when UID is known (a unix socket peer).
-	Unix bool
-}
-
-// Authorizer is the authorization policy of the server: who may register
-// which plugin, subscribe to which events, and change which fields. The
-// server consults it at registration, after Configure, and on every plugin
-// response before merging it.
-type Authorizer interface {
-	// AuthorizeRegistration returns nil when id may register req (name,
-	// index, endpoint form), or a PERMISSION_DENIED status naming the rule.
-	AuthorizeRegistration(ctx context.Context, id Identity, req *nriv1beta1.RegisterPluginRequest) error
-	// AuthorizeSubscription returns nil when identity may receive the events
-	// of mask as plugin full ("NN-name"), or an error naming the events.
-	AuthorizeSubscription(identity, full string, mask uint32) error
-	// AuthorizeResponse returns nil when identity may make the changes of
-	// rsp (a plugin's answer to req, an event or, with EVENT_UNSPECIFIED,
-	// an UpdateContainersRequest or a SynchronizeResponse with req nil), or
-	// an error naming the refused field. A refused event response is an
-	// availability failure of the plugin; refused unsolicited updates are
-	// not applied.
-	AuthorizeResponse(identity, full string, event nriv1beta1.Event, req, rsp proto.Message) error
-}
-
-// OwnerAuthorizer lets root and the server's own uid do everything and
-// refuses everybody else: the default policy.
-type OwnerAuthorizer uint32
-
-// AuthorizeRegistration implements Authorizer.
-func (o OwnerAuthorizer) AuthorizeRegistration(_ context.Context, id Identity, _ *nriv1beta1.RegisterPluginRequest) error {
-	if id.Unix && (id.UID == 0 || id.UID == uint32(o)) {
-		return nil
-	}
-	return refusal(codes.PermissionDenied, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_NOT_PERMITTED, "",
-		"identity %q may not register plugins: the default policy allows only root and uid %d", id.Name, uint32(o))
-}
-
-// AuthorizeSubscription implements Authorizer: every event is allowed.
-func (OwnerAuthorizer) AuthorizeSubscription(string, string, uint32) error { return nil }
-
-// AuthorizeResponse implements Authorizer: every change is allowed.
-func (OwnerAuthorizer) AuthorizeResponse(string, string, nriv1beta1.Event, proto.Message, proto.Message) error {
-	return nil
-}

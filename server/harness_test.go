@@ -18,13 +18,13 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
-	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/server/validate"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // wait bounds anything a test waits for: the time left before the test
@@ -57,6 +57,7 @@ func newHarness(t *testing.T, opts ...server.Option) *harness {
 	}
 	all := append([]server.Option{
 		server.WithPluginSocketDir(pluginDir),
+		server.WithDialer(transport.NewDialer()),
 		server.WithLogger(testLogger(t)),
 		server.WithRuntime("test-runtime", "v0"),
 		server.WithNodeName("node-1"),
@@ -70,7 +71,7 @@ func newHarness(t *testing.T, opts ...server.Option) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(grpc.Creds(peercred.Credentials{}), codec.ServerOption())
+	g := grpc.NewServer(grpc.Creds(transport.UnixCredentials()), codec.ServerOption())
 	nriv1beta1.RegisterRuntimeServiceServer(grpcreg.Registrar(g), srv.RuntimeService())
 	nriv1beta1.RegisterAdaptationServiceServer(grpcreg.Registrar(g), srv.AdaptationService())
 	go func() { _ = g.Serve(lis) }()

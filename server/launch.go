@@ -2,15 +2,13 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/internal/supervisor"
 )
 
 // Environment variables of pre-launched gRPC plugins (docs/PROTOCOL.md §14).
@@ -46,56 +44,60 @@ type LaunchConfig struct {
 	ServerAddress string
 }
 
-// Launch starts every plugin of cfg.PluginDir under sup and keeps it
-// running: each gets its endpoint (a socket in the plugin socket directory)
-// and the server's address in its environment, registers like any remote
-// plugin, and is bound to the identity "launch:NN-name" and its
-// configuration by that endpoint. Files that are not valid plugins are
-// reported in the returned error and skipped; the others still start.
-func (s *Server) Launch(ctx context.Context, sup *supervisor.Supervisor, cfg LaunchConfig) error {
-	plugins, errs := supervisor.Discover(cfg.PluginDir, cfg.ConfigDir)
-	for _, p := range plugins {
-		endpoint := filepath.Join(s.opts.pluginSocketDir, p.FullName()+".sock")
+// Launcher starts the processes of pre-launched plugins and keeps them
+// running. *supervisor.Supervisor of package supervisor (nrid's: restarts
+// with backoff, output to the log) implements it.
+type Launcher interface {
+	// LaunchDir starts every plugin executable of dir ("NN-name"), with its
+	// configuration from confDir ("NN-name.conf" or "name.conf"), and keeps
+	// it running, restarting it when it exits. setup is called once per
+	// plugin before its first start: it returns the plugin's complete
+	// environment and a function, which may be nil, to call before every
+	// start. Files that are not valid plugins, and plugins that fail to
+	// start, are reported in the returned error; the others still start.
+	LaunchDir(ctx context.Context, dir, confDir string,
+		setup func(index, name string, config []byte) (env []string, beforeStart func())) error
+}
+
+// Launch starts every plugin of cfg.PluginDir with l and keeps it running:
+// each gets its endpoint (a socket in the plugin socket directory) and the
+// server's address in its environment, registers like any remote plugin,
+// and is bound to the identity "launch:NN-name" and its configuration by
+// that endpoint. Files that are not valid plugins are reported in the
+// returned error and skipped; the others still start.
+func (s *Server) Launch(ctx context.Context, l Launcher, cfg LaunchConfig) error {
+	return l.LaunchDir(ctx, cfg.PluginDir, cfg.ConfigDir, func(idx, name string, config []byte) ([]string, func()) {
+		endpoint := filepath.Join(s.opts.pluginSocketDir, idx+"-"+name+".sock")
 		s.mu.Lock()
 		if s.launched == nil {
 			s.launched = map[string]launchSlot{}
 		}
-		s.launched[endpoint] = launchSlot{name: p.Name, idx: p.Index, config: p.Config}
+		s.launched[endpoint] = launchSlot{name: name, idx: idx, config: config}
 		s.mu.Unlock()
-		_, err := sup.Start(ctx, supervisor.Spec{
-			Name:  p.Name,
-			Index: p.Index,
-			Path:  p.Path,
-			Env: []string{
-				EnvPluginEndpoint + "=" + endpoint,
-				EnvServerAddress + "=" + cfg.ServerAddress,
-				EnvPluginName + "=" + p.Name,
-				EnvPluginIndex + "=" + p.Index,
-				"PATH=" + launchPath,
-			},
-			Prepare: func() ([]*os.File, func(), error) {
-				// A stale socket of a crashed instance would make the new one
-				// fail to listen.
-				_ = os.Remove(endpoint)
-				return nil, nil, nil
-			},
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("launching %s: %w", p.FullName(), err))
+		env := []string{
+			EnvPluginEndpoint + "=" + endpoint,
+			EnvServerAddress + "=" + cfg.ServerAddress,
+			EnvPluginName + "=" + name,
+			EnvPluginIndex + "=" + idx,
+			"PATH=" + launchPath,
 		}
-	}
-	return errors.Join(errs...)
+		// A stale socket of a crashed instance would make the new one fail
+		// to listen.
+		return env, func() { _ = os.Remove(endpoint) }
+	})
 }
 
 // launchedAt returns the launch slot an endpoint belongs to.
+// Launch's endpoints are clean absolute paths; whether an endpoint is
+// acceptable at all is the Dialer's to say.
 func (s *Server) launchedAt(endpoint string) (launchSlot, bool) {
-	path, err := s.checkEndpoint(endpoint)
-	if err != nil {
+	path, ok := strings.CutPrefix(endpoint, "unix://")
+	if !ok || !filepath.IsAbs(path) {
 		return launchSlot{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	slot, ok := s.launched[path]
+	slot, ok := s.launched[filepath.Clean(path)]
 	return slot, ok
 }
 

@@ -1,11 +1,8 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -18,10 +15,10 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
-	"github.com/nri-grpc/nri-grpc/internal/supervisor"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/supervisor"
 )
 
 // TestMain doubles as a pre-launched plugin: started by the server's
@@ -30,9 +27,6 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(server.EnvPluginEndpoint) != "" {
 		os.Exit(runLaunchedPlugin())
-	}
-	if path := os.Getenv(listenAsEnv); path != "" {
-		os.Exit(listenAndWait(path))
 	}
 	os.Exit(m.Run())
 }
@@ -133,88 +127,4 @@ func waitPlugin(t *testing.T, h *harness, not string, _ int32) *nriv1beta1.Plugi
 	}
 	t.Fatalf("no ready plugin (other than %q) within %v: %v", not, wait(), h.srv.Plugins())
 	return nil
-}
-
-// listenAsEnv makes the test binary listen on a unix socket and wait (run
-// as another uid by TestEndpointOfAnotherUIDIsRefused).
-const listenAsEnv = "NRI_TEST_LISTEN_AS"
-
-func listenAndWait(path string) int {
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		os.Stderr.WriteString(err.Error() + "\n")
-		return 1
-	}
-	os.Stdout.WriteString("listening\n")
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return 0
-		}
-		c.Close()
-	}
-}
-
-// TestEndpointOfAnotherUIDIsRefused: a socket file of another uid than the
-// registrant's is refused before nrid connects to it, and a socket file of
-// the registrant's on which another uid listens after connecting (the
-// peer's SO_PEERCRED); the registrant gets the same refusal for both (the
-// uniform one of an endpoint nrid could not connect to), and the log tells
-// which.
-func TestEndpointOfAnotherUIDIsRefused(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run a listener as another uid")
-	}
-	logOpt, logs := captureLog(t)
-	h := newHarness(t, logOpt)
-	if err := os.Chmod(h.pluginDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(filepath.Dir(h.pluginDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(h.pluginDir, "foreign.sock")
-	// The go build directory is private: copy the test binary where the
-	// other uid can run it.
-	exe := filepath.Join(filepath.Dir(h.pluginDir), "listener")
-	self, _ := os.Executable()
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(exe, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), listenAsEnv+"="+sock)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "listening\n" {
-		t.Fatalf("child: %q %v", line, err)
-	}
-	// The socket file is uid 65534's.
-	_, err = registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + sock})
-	owner := unreachable(t, "a socket file of uid 65534", err)
-	if len(logs.grep("plugin=10-x", "foreign.sock: is owned by another uid: uid 65534, want uid 0")) == 0 {
-		t.Error("the log does not name the socket file's owner")
-	}
-	// The file is the registrant's now, but uid 65534 still listens on it.
-	if err := os.Chown(sock, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	_, err = registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + sock})
-	if peer := unreachable(t, "a socket served by uid 65534", err); peer != owner {
-		t.Errorf("the refusals differ: %v", err)
-	}
-	if len(logs.grep("plugin=10-x", "foreign.sock is served by uid 65534", "the registrant is uid 0")) == 0 {
-		t.Error("the log does not name the listening process's uid")
-	}
 }

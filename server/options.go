@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/tls"
 	"io"
 	"log/slog"
 	"time"
@@ -52,7 +51,7 @@ type options struct {
 	pluginSocketDir     string
 	shutdownGrace       time.Duration
 	dialOptions         []grpc.DialOption
-	pluginTLS           *tls.Config
+	dialer              Dialer
 	validator           validate.Config
 	authorizer          Authorizer
 	policyFor           func(identity, full string) *PluginPolicy
@@ -105,25 +104,19 @@ func WithMaxMessageSize(n int) Option { return func(o *options) { o.maxMessageSi
 func WithMaxConcurrentCalls(n uint32) Option { return func(o *options) { o.maxConcurrentCalls = n } }
 
 // WithPluginSocketDir sets the directory remote plugin endpoints must be in
-// (default /var/run/nri/plugins).
+// (default /var/run/nri/plugins): the Dialer is told it
+// (DialRequest.SocketDir), and Launch puts launched plugins' sockets there.
 func WithPluginSocketDir(dir string) Option { return func(o *options) { o.pluginSocketDir = dir } }
 
 // WithShutdownGrace bounds the Shutdown call to a plugin (default 1 s).
 func WithShutdownGrace(d time.Duration) Option { return func(o *options) { o.shutdownGrace = d } }
 
 // WithDialOptions adds gRPC dial options for connections to plugins (for
-// example tracing stats handlers).
+// example tracing stats handlers); the Dialer applies them
+// (DialRequest.Options).
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
 }
-
-// WithPluginTLS enables TCP plugin endpoints ("dns:///host:port" or
-// "host:port"): cfg is the client TLS configuration the server dials them
-// with — its certificate (plugins require one from the server) and the roots
-// that verify theirs. A plugin whose registrant authenticated with a client
-// certificate ("cert:CN") must serve a certificate with the same common
-// name. Without this option TCP endpoints are refused.
-func WithPluginTLS(cfg *tls.Config) Option { return func(o *options) { o.pluginTLS = cfg } }
 
 // WithValidator configures the built-in default validator and the
 // operator's list of required plugins.

@@ -378,13 +378,10 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) (answe
 		ServerVersion:       version.Server(),
 		Timeouts:            p.timeouts.proto(),
 	}
-	// Configure makes the first connection to a remote plugin: its dialer
-	// logs under the plugin's name.
-	bindConn(p)
 	cr, err := call(ctx, p, rpcConfigure, s.opts.registrationTimeout, req, nil)
 	if err != nil && connUnreachable(p, err) {
-		// The same refusal whatever the cause (endpoint.go); the cause is
-		// in the dialer's log line and here.
+		// The same refusal whatever the cause (dial.go); the cause is in
+		// the dialer's log line and here.
 		s.log.Warn("registration refused: could not connect to the plugin's endpoint", "plugin", p.full,
 			"identity", clip(p.identity), "endpoint", clip(p.endpoint), "error", clip(err.Error()))
 		return false, unreachableRefusal()

@@ -12,35 +12,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server/check"
 )
 
-type identityKey struct{}
-
-// ContextWithIdentity attaches an authenticated identity to a call's
-// context (done by the authentication interceptor).
-func ContextWithIdentity(ctx context.Context, id Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
-// IdentityFromContext returns the caller's identity: the one an
-// authentication interceptor attached, else the unix peer credentials of the
-// connection.
-func IdentityFromContext(ctx context.Context) (Identity, bool) {
-	if id, ok := ctx.Value(identityKey{}).(Identity); ok {
-		return id, true
-	}
-	if info, ok := peercred.FromContext(ctx); ok {
-		return Identity{Name: info.String(), UID: info.UID, Unix: true}, true
-	}
-	return Identity{}, false
-}
-
 // RuntimeService returns the gRPC RuntimeService of the server. Serve it on
-// a listener whose connections carry peer credentials
-// (peercred.Credentials) or behind an authentication interceptor.
+// a listener whose connections identify their peers (UnixPeer: the
+// credentials of transport.UnixCredentials) or behind an authentication
+// interceptor (ContextWithIdentity).
 func (s *Server) RuntimeService() nriv1beta1.RuntimeServiceServer { return &runtimeService{s: s} }
 
 type runtimeService struct {
@@ -81,7 +60,7 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 	if err := s.opts.authorizer.AuthorizeRegistration(ctx, id, req); err != nil {
 		return err
 	}
-	c, err := s.dialPlugin(req.GetEndpoint(), id)
+	c, err := s.dialPlugin(ctx, reg.Index+"-"+reg.Name, req.GetEndpoint(), id)
 	if err != nil {
 		return err
 	}

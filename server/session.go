@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/nri-grpc/nri-grpc/internal/peercred"
+	"google.golang.org/grpc/peer"
+
 	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 )
 
@@ -12,18 +13,20 @@ import (
 // stream's context was canceled: gRPC cancels it alike when the plugin
 // canceled the call, closed its connection, or vanished with it.
 type sessionWatch struct {
-	conn *peercred.ConnState // nil without peer credentials
-	mark peercred.Mark
+	// since is what the peer did since the session began (ConnWatcher);
+	// nil when the connection is not watched.
+	since func() (reset, goAway bool, readErr error)
 }
 
 // watchSession starts watching the session of the RegisterPlugin call of
 // ctx.
 func watchSession(ctx context.Context) sessionWatch {
-	w := sessionWatch{conn: peercred.ConnStateFromContext(ctx)}
-	if w.conn != nil {
-		w.mark = w.conn.Mark()
+	if p, ok := peer.FromContext(ctx); ok {
+		if cw, ok := p.AuthInfo.(ConnWatcher); ok {
+			return sessionWatch{since: cw.WatchConn()}
+		}
 	}
-	return w
+	return sessionWatch{}
 }
 
 // Reasons a registration session ended on the plugin's side.
@@ -34,13 +37,13 @@ var (
 
 // endReason returns why the session ended, its stream's context being done.
 func (w sessionWatch) endReason(ctx context.Context) error {
-	if w.conn == nil {
+	if w.since == nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return errors.New("the registration session's deadline passed")
 		}
 		return errSessionEnded
 	}
-	reset, goAway, readErr := w.conn.Since(w.mark)
+	reset, goAway, readErr := w.since()
 	switch {
 	case reset:
 		return errSessionEnded

@@ -42,6 +42,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/version"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // wait bounds everything the demo waits for after the build.
@@ -94,6 +95,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// The NRI server, as nrid runs it, with a simulated runtime.
 	srv, err := server.New(
 		server.WithPluginSocketDir(pluginDir),
+		server.WithDialer(transport.NewDialer()),
 		server.WithRuntime("nri-demo", version.Server()),
 		server.WithNodeName("demo-node"),
 	)

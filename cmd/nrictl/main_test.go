@@ -30,6 +30,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // wait bounds anything a test waits for: the time left before the test
@@ -58,7 +59,7 @@ func startNrid(t *testing.T) *nrid {
 	if err := os.Mkdir(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.WithPluginSocketDir(pluginDir), server.WithRuntime("test-runtime", "v0"), server.WithNodeName("node-1"))
+	srv, err := server.New(server.WithPluginSocketDir(pluginDir), server.WithDialer(transport.NewDialer()), server.WithRuntime("test-runtime", "v0"), server.WithNodeName("node-1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,11 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/metrics"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
-	"github.com/nri-grpc/nri-grpc/internal/supervisor"
 	"github.com/nri-grpc/nri-grpc/internal/telemetry"
 	"github.com/nri-grpc/nri-grpc/internal/version"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/supervisor"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // daemon is nrid, built from a checked configuration. Nothing listens
@@ -122,9 +123,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 	if d.mx != nil {
 		opts = append(opts, server.WithMetrics(d.mx))
 	}
-	if pluginTLS != nil {
-		opts = append(opts, server.WithPluginTLS(pluginTLS))
-	}
+	// Unix endpoints in the plugin socket directory; TCP endpoints only
+	// with [tcp] configured (WithTLS(nil) refuses them).
+	opts = append(opts, server.WithDialer(transport.NewDialer(transport.WithTLS(pluginTLS))))
 	if d.srv, err = server.New(opts...); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // Metrics is a server.Metrics.
@@ -57,7 +58,7 @@ func startServer(t *testing.T, m server.Metrics) (srv *server.Server, sock, plug
 	if err := os.Mkdir(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err = server.New(server.WithPluginSocketDir(pluginDir), server.WithMetrics(m), server.WithRuntime("test-runtime", "v0"))
+	srv, err = server.New(server.WithPluginSocketDir(pluginDir), server.WithDialer(transport.NewDialer()), server.WithMetrics(m), server.WithRuntime("test-runtime", "v0"))
 	if err != nil {
 		t.Fatal(err)
 	}

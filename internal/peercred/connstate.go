@@ -1,7 +1,6 @@
 package peercred
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -62,15 +61,18 @@ func (s *ConnState) Since(m Mark) (reset, goAway bool, readErr error) {
 	return reset, s.goAway, s.readErr
 }
 
-// ConnStateFromContext returns the ConnState of the connection of a
-// server-side call made over a connection that used Credentials, nil
-// otherwise.
-func ConnStateFromContext(ctx context.Context) *ConnState {
-	info, ok := FromContext(ctx)
-	if !ok {
+// WatchConn starts watching the connection of a server-side call at the
+// present point (Mark) and returns what the peer did since (Since); nil on
+// the dialing side, whose connections are not watched. It makes Info a
+// server.ConnWatcher, by which the server tells how a registration session
+// ended.
+func (i Info) WatchConn() func() (reset, goAway bool, readErr error) {
+	st := i.conn
+	if st == nil {
 		return nil
 	}
-	return info.conn
+	m := st.Mark()
+	return func() (bool, bool, error) { return st.Since(m) }
 }
 
 // HTTP/2 frame types (RFC 9113 §6).

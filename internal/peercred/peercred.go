@@ -31,7 +31,7 @@ type Info struct {
 	UID uint32
 	GID uint32
 
-	conn *ConnState // the server side's connection (ConnStateFromContext)
+	conn *ConnState // the server side's connection (WatchConn)
 }
 
 // AuthType implements credentials.AuthInfo.
@@ -39,6 +39,10 @@ func (Info) AuthType() string { return AuthType }
 
 // String renders the identity, for example "uid:0".
 func (i Info) String() string { return fmt.Sprintf("uid:%d", i.UID) }
+
+// PeerUID returns the peer's uid; it makes Info a server.UnixPeer, by which
+// the server identifies callers no interceptor identified.
+func (i Info) PeerUID() uint32 { return i.UID }
 
 // Of reads the peer credentials of a unix connection.
 func Of(conn net.Conn) (Info, error) {
@@ -124,7 +128,7 @@ func (c Credentials) ClientHandshake(_ context.Context, _ string, conn net.Conn)
 
 // ServerHandshake implements credentials.TransportCredentials. The
 // connection it returns records what the client's frames say about how its
-// calls and the connection end (ConnStateFromContext).
+// calls and the connection end (WatchConn).
 func (Credentials) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	conn, info, err := handshake(conn)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // wait bounds what a test waits for: the time left before the test
@@ -202,7 +203,7 @@ func startServer(t *testing.T, tel *telemetry.Telemetry) (srv *server.Server, so
 	if err := os.Mkdir(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err = server.New(server.WithPluginSocketDir(pluginDir), server.WithRuntime("test-runtime", "v0"),
+	srv, err = server.New(server.WithPluginSocketDir(pluginDir), server.WithDialer(transport.NewDialer()), server.WithRuntime("test-runtime", "v0"),
 		server.WithDialOptions(tel.DialOptions()...))
 	if err != nil {
 		t.Fatal(err)

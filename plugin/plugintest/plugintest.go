@@ -43,6 +43,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/plugin"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // Wait bounds everything the helpers wait for: registrations, events,
@@ -161,6 +162,7 @@ func New(t testing.TB, opts ...Option) *Env {
 func (e *Env) startServer() error {
 	opts := append([]server.Option{
 		server.WithPluginSocketDir(e.PluginDir),
+		server.WithDialer(transport.NewDialer()),
 		server.WithLogger(e.log.With("component", "server")),
 		server.WithRuntime(RuntimeName, "v0"),
 		server.WithNodeName("plugintest-node"),

@@ -22,6 +22,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // base is what both gRPC setups share: a real server on a unix socket
@@ -76,6 +77,7 @@ func newBase(t *testing.T, o conformance.Options) (*base, error) {
 	}
 	opts := []server.Option{
 		server.WithPluginSocketDir(pluginDir),
+		server.WithDialer(transport.NewDialer()),
 		server.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		server.WithRuntime(o.RuntimeName, o.RuntimeVersion),
 		server.WithNodeName("conformance-node"),

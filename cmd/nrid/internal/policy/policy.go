@@ -46,6 +46,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // Options configure a Policy.
@@ -374,7 +375,7 @@ func (p *Policy) AuthorizeRegistration(_ context.Context, id server.Identity, re
 // configuration and the request only, never on the node's state, so it
 // can be precise.
 func (p *Policy) authorizeTCPHost(id server.Identity, full, endpoint string, g *grants) error {
-	host, _, err := server.SplitTCPEndpoint(endpoint)
+	host, _, err := transport.SplitTCPEndpoint(endpoint)
 	if err != nil {
 		return refuseRegistration(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
 			"endpoint: %v", err)

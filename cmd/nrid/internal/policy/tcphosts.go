@@ -27,7 +27,7 @@ func (h *tcpHosts) add(o tcpHosts) {
 	h.names = append(h.names, o.names...)
 }
 
-// allows reports whether host, as server.SplitTCPEndpoint returns it, is
+// allows reports whether host, as transport.SplitTCPEndpoint returns it, is
 // in the list. An IPv4-mapped IPv6 address is its IPv4 address (which is
 // what it dials); an address with a zone matches no prefix.
 func (h tcpHosts) allows(host string) bool {

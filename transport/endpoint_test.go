@@ -1,25 +1,122 @@
-package server_test
+package transport_test
 
 import (
+	"bufio"
+	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
+	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
 	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
+
+// TestMain doubles as a listener run as another uid
+// (TestEndpointOfAnotherUIDIsRefused).
+func TestMain(m *testing.M) {
+	if path := os.Getenv(listenAsEnv); path != "" {
+		os.Exit(listenAndWait(path))
+	}
+	os.Exit(m.Run())
+}
+
+// harness is a real server with nrid's Dialer on a unix socket with
+// UnixCredentials, and its plugin socket directory.
+type harness struct {
+	t         *testing.T
+	srv       *server.Server
+	sock      string
+	pluginDir string
+}
+
+func newHarness(t *testing.T, opts ...server.Option) *harness {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nri-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pluginDir := filepath.Join(dir, "p")
+	if err := os.Mkdir(pluginDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	all := append([]server.Option{
+		server.WithPluginSocketDir(pluginDir),
+		server.WithDialer(transport.NewDialer()),
+		server.WithLogger(testplugin.Logger(t)),
+	}, opts...)
+	srv, err := server.New(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "nri.sock")
+	lis, err := sockets.Listen(sock, sockets.DefaultListenOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(grpc.Creds(transport.UnixCredentials()), codec.ServerOption())
+	nriv1beta1.RegisterRuntimeServiceServer(grpcreg.Registrar(g), srv.RuntimeService())
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Bound())
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		g.Stop()
+		_ = os.RemoveAll(dir)
+	})
+	return &harness{t: t, srv: srv, sock: sock, pluginDir: pluginDir}
+}
+
+// plugin starts and registers a test plugin.
+func (h *harness) plugin(idx, name string) *testplugin.Plugin {
+	h.t.Helper()
+	p := &testplugin.Plugin{Name: name, Index: idx}
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Bound())
+	defer cancel()
+	_, err := p.Start(ctx, h.sock, h.pluginDir)
+	h.t.Cleanup(p.Stop)
+	if err != nil {
+		h.t.Fatalf("registering %s-%s: %v", idx, name, err)
+	}
+	return p
+}
+
+// registerRaw opens a registration session by hand and returns its first
+// message or error.
+func registerRaw(h *harness, req *nriv1beta1.RegisterPluginRequest) (*nriv1beta1.RegisterPluginResponse, error) {
+	cc, err := grpc.NewClient("unix://"+h.sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Bound())
+	defer cancel()
+	stream, err := nriv1beta1.NewRuntimeServiceClient(cc).RegisterPlugin(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return stream.Recv()
+}
 
 // logLines collects a server's log for assertions and passes it on to
 // t.Log while the test runs.
@@ -30,7 +127,7 @@ type logLines struct {
 	lines []string
 }
 
-// captureLog returns the option that logs into a new logLines.
+// captureLog returns the server option that logs into a new logLines.
 func captureLog(t testing.TB) (server.Option, *logLines) {
 	l := &logLines{t: t}
 	t.Cleanup(func() {
@@ -212,7 +309,7 @@ func TestEndpointRefusalsAreUniform(t *testing.T) {
 		t.Errorf("%d plugins registered", n)
 	}
 	// A plugin at a good endpoint still registers.
-	h.plugin("10", "x", nil)
+	h.plugin("10", "x")
 
 	// A listener that never accepts: the connection waits in its backlog
 	// until the registration times out. (A server of its own, for the short
@@ -244,5 +341,119 @@ func TestEndpointSyntaxRefusalsStayPrecise(t *testing.T) {
 			!strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want INVALID_ENDPOINT %q", ep, err, want)
 		}
+	}
+}
+
+// listenAsEnv makes the test binary listen on a unix socket and wait (run
+// as another uid by TestEndpointOfAnotherUIDIsRefused).
+const listenAsEnv = "NRI_TEST_LISTEN_AS"
+
+func listenAndWait(path string) int {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	os.Stdout.WriteString("listening\n")
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return 0
+		}
+		c.Close()
+	}
+}
+
+// TestEndpointOfAnotherUIDIsRefused: a socket file of another uid than the
+// registrant's is refused before nrid connects to it, and a socket file of
+// the registrant's on which another uid listens after connecting (the
+// peer's SO_PEERCRED); the registrant gets the same refusal for both (the
+// uniform one of an endpoint nrid could not connect to), and the log tells
+// which.
+func TestEndpointOfAnotherUIDIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a listener as another uid")
+	}
+	logOpt, logs := captureLog(t)
+	h := newHarness(t, logOpt)
+	if err := os.Chmod(h.pluginDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(h.pluginDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(h.pluginDir, "foreign.sock")
+	// The go build directory is private: copy the test binary where the
+	// other uid can run it.
+	exe := filepath.Join(filepath.Dir(h.pluginDir), "listener")
+	self, _ := os.Executable()
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), listenAsEnv+"="+sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "listening\n" {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	// The socket file is uid 65534's.
+	_, err = registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + sock})
+	owner := unreachable(t, "a socket file of uid 65534", err)
+	if len(logs.grep("plugin=10-x", "foreign.sock: is owned by another uid: uid 65534, want uid 0")) == 0 {
+		t.Error("the log does not name the socket file's owner")
+	}
+	// The file is the registrant's now, but uid 65534 still listens on it.
+	if err := os.Chown(sock, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = registerRaw(h, &nriv1beta1.RegisterPluginRequest{PluginName: "x", PluginIdx: "10", Endpoint: "unix://" + sock})
+	if peer := unreachable(t, "a socket served by uid 65534", err); peer != owner {
+		t.Errorf("the refusals differ: %v", err)
+	}
+	if len(logs.grep("plugin=10-x", "foreign.sock is served by uid 65534", "the registrant is uid 0")) == 0 {
+		t.Error("the log does not name the listening process's uid")
+	}
+}
+
+// TestDialRefusals: what is wrong with the request is refused by Dial
+// itself, before anything is dialed, with a precise error; only a unix
+// endpoint for a registrant without unix credentials is PERMISSION_DENIED.
+func TestDialRefusals(t *testing.T) {
+	dir := t.TempDir()
+	uid := server.Identity{Name: "uid:0", UID: 0, Unix: true}
+	cert := server.Identity{Name: "cert:ops"}
+	for _, c := range []struct {
+		endpoint string
+		id       server.Identity
+		code     codes.Code
+		want     string
+	}{
+		{"unix://" + dir + "/x.sock", cert, codes.PermissionDenied, `identity "cert:ops" has no unix credentials`},
+		{"", uid, codes.Unknown, "must not be empty"},
+		{"unix:" + dir + "/x.sock", uid, codes.Unknown, "is not a unix:// target"},
+		{"tcp://plugin.example:443", cert, codes.Unknown, "only with TLS configured"},
+	} {
+		_, err := transport.NewDialer().Dial(context.Background(), server.DialRequest{Endpoint: c.endpoint, Identity: c.id, SocketDir: dir})
+		if status.Code(err) != c.code || err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q as %s: got %v, want %v %q", c.endpoint, c.id.Name, err, c.code, c.want)
+		}
+	}
+	_, err := transport.NewDialer(transport.WithTLS(&tls.Config{})).Dial(context.Background(),
+		server.DialRequest{Endpoint: "tcp://0.0.0.0:443", Identity: cert, SocketDir: dir})
+	if err == nil || !strings.Contains(err.Error(), "the unspecified address") {
+		t.Errorf("the unspecified address with TLS: %v", err)
 	}
 }

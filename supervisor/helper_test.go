@@ -39,6 +39,15 @@ func TestMain(m *testing.M) {
 		// syscall.Exit skips the race detector's exit delay (atexit_sleep_ms).
 		syscall.Exit(helperMain(os.Args[2], os.Args[3:]))
 	}
+	if path := os.Getenv(launchedEnv); path != "" {
+		// Launched by LaunchDir (no arguments): the first process reports
+		// the environment; every process crashes.
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			_, _ = f.WriteString(strings.Join(os.Environ(), "\n"))
+			_ = f.Close()
+		}
+		syscall.Exit(3)
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,4 +1,4 @@
-package server
+package transport
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/testwait"
+	"github.com/nri-grpc/nri-grpc/server"
 )
 
 // lockedBuffer is a log destination tests read.
@@ -45,6 +46,27 @@ type configureOnly struct {
 
 func (configureOnly) Configure(context.Context, *nriv1beta1.ConfigureRequest) (*nriv1beta1.ConfigureResponse, error) {
 	return &nriv1beta1.ConfigureResponse{}, nil
+}
+
+// dial dials a unix endpoint in dir for the test's own uid, with the
+// server's dial options that matter here.
+func dial(t *testing.T, dir, sock string, log *slog.Logger) *pluginConn {
+	t.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c, err := NewDialer().Dial(context.Background(), server.DialRequest{
+		Endpoint:  "unix://" + sock,
+		Identity:  server.Identity{Name: "uid:test", UID: uint32(os.Getuid()), Unix: true},
+		SocketDir: dir,
+		Options:   []grpc.DialOption{grpc.WithDisableRetry(), grpc.WithIdleTimeout(0), codec.DialOption()},
+		Log:       log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c.(*pluginConn)
 }
 
 // connListener hands out the connections it accepts.
@@ -93,19 +115,9 @@ func TestReconnectionGoesThroughTheChecks(t *testing.T) {
 	defer g.Stop()
 
 	var logs lockedBuffer
-	s, err := New(WithPluginSocketDir(dir), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.dialPlugin("unix://"+sock, Identity{Name: "uid:test", UID: uint32(os.Getuid()), Unix: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	dc := c.(*dialedConn)
-	dc.d.bind("10-re")
+	dc := dial(t, dir, sock, slog.New(slog.NewTextHandler(&logs, nil)).With("plugin", "10-re"))
 	call := func(opts ...grpc.CallOption) error {
-		return dc.cc.Invoke(ctx, nriv1beta1.PluginService_Configure_FullMethodName, &nriv1beta1.ConfigureRequest{},
+		return dc.Invoke(ctx, nriv1beta1.PluginService_Configure_FullMethodName, &nriv1beta1.ConfigureRequest{},
 			&nriv1beta1.ConfigureResponse{}, append([]grpc.CallOption{codec.CallOption()}, opts...)...)
 	}
 	if err := call(); err != nil {
@@ -114,8 +126,8 @@ func TestReconnectionGoesThroughTheChecks(t *testing.T) {
 
 	// The plugin drops the connection; wait until nrid's channel saw it.
 	(<-lis.conns).Close()
-	for st := dc.cc.GetState(); st == connectivity.Ready; st = dc.cc.GetState() {
-		if !dc.cc.WaitForStateChange(ctx, st) {
+	for st := dc.GetState(); st == connectivity.Ready; st = dc.GetState() {
+		if !dc.WaitForStateChange(ctx, st) {
 			t.Fatal("the channel stayed ready after its connection closed")
 		}
 	}
@@ -127,7 +139,7 @@ func TestReconnectionGoesThroughTheChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = call()
-	if status.Code(err) != codes.Unavailable || !dc.unreachable(err) || !strings.Contains(err.Error(), unreachableText) {
+	if status.Code(err) != codes.Unavailable || !dc.Unreachable(err) || !strings.Contains(err.Error(), unreachableText) {
 		t.Fatalf("call through the symbolic link: %v", err)
 	}
 	if testwait.Pending(t, outside) {
@@ -145,7 +157,7 @@ func TestReconnectionGoesThroughTheChecks(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "moved.sock"), sock); err != nil {
 		t.Fatal(err)
 	}
-	dc.cc.ResetConnectBackoff()
+	dc.ResetConnectBackoff()
 	if err := call(grpc.WaitForReady(true)); err != nil {
 		t.Fatalf("call once the socket is back: %v", err)
 	}
@@ -170,17 +182,10 @@ func TestUnreachableIsNotAPluginsAnswer(t *testing.T) {
 	nriv1beta1.RegisterPluginServiceServer(g, nriv1beta1.UnimplementedPluginServiceServer{})
 	go func() { _ = g.Serve(l) }()
 	defer g.Stop()
-	s, err := New(WithPluginSocketDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.dialPlugin("unix://"+sock, Identity{Name: "uid:test", UID: uint32(os.Getuid()), Unix: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
-	err = c.invoke(ctx, nriv1beta1.PluginService_Configure_FullMethodName, &nriv1beta1.ConfigureRequest{}, &nriv1beta1.ConfigureResponse{})
-	if status.Code(err) != codes.Unimplemented || c.(*dialedConn).unreachable(err) {
+	c := dial(t, dir, sock, nil)
+	err = c.Invoke(ctx, nriv1beta1.PluginService_Configure_FullMethodName, &nriv1beta1.ConfigureRequest{},
+		&nriv1beta1.ConfigureResponse{}, codec.CallOption())
+	if status.Code(err) != codes.Unimplemented || c.Unreachable(err) {
 		t.Fatalf("got %v", err)
 	}
 }

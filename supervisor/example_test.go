@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nri-grpc/nri-grpc/internal/supervisor"
+	"github.com/nri-grpc/nri-grpc/supervisor"
 )
 
 // Launching classic plugins the classic way: the three NRI_ variables only,
