@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	v1alpha1 "github.com/containerd/nri/pkg/api"
-
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/classicwire"
 	"github.com/nri-grpc/nri-grpc/server"
@@ -112,7 +110,7 @@ func (r *RuntimeSide) requeueLocked() {
 		select {
 		case r.relay <- b:
 		default:
-			r.log.Warn("relay queue full; updates dropped", "plugin", b.plugin, "count", len(b.updates))
+			r.log.Warn("relay queue full; updates dropped", "plugin", b.plugin, "count", b.count)
 		}
 	}
 	r.handoff.parked = nil
@@ -131,7 +129,7 @@ func (r *RuntimeSide) Adopt(ctx context.Context, ho *Handover) error {
 		_ = ho.Conn.File.Close()
 		return err
 	}
-	h := &classicHandlers{r: r, configured: make(chan time.Duration, 1)}
+	h := newClassicHandlers(r)
 	h.synchronized.Store(true)
 	h.verdicts.adopt(ho.validation)
 	closed := make(chan struct{})
@@ -189,7 +187,7 @@ type handoverDoc struct {
 
 type relayBatchDoc struct {
 	Plugin  string `json:"plugin"`
-	Updates []byte `json:"updates"` // v1alpha1.UpdateContainersRequest
+	Updates []byte `json:"updates"` // v1alpha1.UpdateContainersRequest (relayBatch.req)
 }
 
 // MarshalJSON encodes everything of the handover but the descriptor.
@@ -201,11 +199,7 @@ func (ho *Handover) MarshalJSON() ([]byte, error) {
 	doc := handoverDoc{Pending: ho.Conn.Pending, NextID: ho.Conn.NextID, TimeoutNS: int64(ho.Timeout),
 		RuntimeName: ho.Info.Name, RuntimeVersion: ho.Info.Version, State: state, Validation: ho.validation}
 	for _, b := range ho.relay {
-		u, err := (&v1alpha1.UpdateContainersRequest{Update: b.updates}).MarshalVT()
-		if err != nil {
-			return nil, err
-		}
-		doc.Relay = append(doc.Relay, relayBatchDoc{Plugin: b.plugin, Updates: u})
+		doc.Relay = append(doc.Relay, relayBatchDoc{Plugin: b.plugin, Updates: b.req})
 	}
 	return json.Marshal(doc)
 }
@@ -229,11 +223,11 @@ func DecodeHandover(data []byte, f *os.File) (*Handover, error) {
 		validation: doc.Validation,
 	}
 	for _, b := range doc.Relay {
-		req := &v1alpha1.UpdateContainersRequest{}
-		if err := req.UnmarshalVT(b.Updates); err != nil {
+		n := 0
+		if err := eachBytes(b.Updates, 1, func([]byte) error { n++; return nil }); err != nil { // UpdateContainersRequest.update
 			return nil, fmt.Errorf("bridge: handover updates: %w", err)
 		}
-		ho.relay = append(ho.relay, relayBatch{plugin: b.Plugin, updates: req.GetUpdate()})
+		ho.relay = append(ho.relay, relayBatch{plugin: b.Plugin, req: b.Updates, count: n})
 	}
 	return ho, nil
 }

@@ -162,7 +162,6 @@ type classicConn struct {
 	ps       *PluginSide
 	mux      multiplex.Mux
 	client   *ttrpc.Client
-	plugin   v1alpha1.PluginService
 	identity string
 	slot     *launchSlot
 	full     string
@@ -200,9 +199,9 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 		return
 	}
 	defer tsrv.Close()
-	cc := &classicConn{ps: ps, mux: mux, client: client, plugin: v1alpha1.NewPluginClient(client), identity: identity, slot: slot,
+	cc := &classicConn{ps: ps, mux: mux, client: client, identity: identity, slot: slot,
 		regC: make(chan *v1alpha1.RegisterPluginRequest, 1)}
-	v1alpha1.RegisterRuntimeService(tsrv, cc)
+	cc.serveRuntime(tsrv)
 	go func() { _ = tsrv.Serve(ctx, lis) }()
 	mux.(interface{ Unblock() }).Unblock()
 
@@ -275,8 +274,9 @@ func (cc *classicConn) RegisterPlugin(_ context.Context, req *v1alpha1.RegisterP
 	return &v1alpha1.Empty{}, nil
 }
 
-// UpdateContainers implements the classic Runtime service.
-func (cc *classicConn) UpdateContainers(ctx context.Context, req *v1alpha1.UpdateContainersRequest) (*v1alpha1.UpdateContainersResponse, error) {
+// updateContainers serves a classic plugin's unsolicited updates and
+// evictions; it returns the updates that failed.
+func (cc *classicConn) updateContainers(ctx context.Context, req *nriv1beta1.UpdateContainersRequest) ([]*nriv1beta1.ContainerUpdate, error) {
 	// Updates are accepted once the registration completed (after the
 	// plugin's Synchronize); waiting here could deadlock a plugin that sends
 	// updates from inside its Synchronize handler, so they are refused.
@@ -284,17 +284,6 @@ func (cc *classicConn) UpdateContainers(ctx context.Context, req *v1alpha1.Updat
 	if h == nil {
 		return nil, status.Error(codes.FailedPrecondition, "the plugin is not registered yet: send updates after Synchronize returned")
 	}
-	breq, err := convert(req, &nriv1beta1.UpdateContainersRequest{})
-	if err != nil {
-		return nil, err
-	}
-	failed, _, err := h.UpdateContainers(ctx, breq.GetUpdate(), breq.GetEvict())
-	if err != nil {
-		return nil, err
-	}
-	out := &v1alpha1.UpdateContainersResponse{}
-	if out.Failed, err = alphaUpdates(failed); err != nil {
-		return nil, err
-	}
-	return out, nil
+	failed, _, err := h.UpdateContainers(ctx, req.GetUpdate(), req.GetEvict())
+	return failed, err
 }

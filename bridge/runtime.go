@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -238,7 +239,7 @@ func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
 	if err != nil {
 		return fmt.Errorf("connecting to the classic runtime: %w", err)
 	}
-	h := &classicHandlers{r: r, configured: make(chan time.Duration, 1)}
+	h := newClassicHandlers(r)
 	var once sync.Once
 	c := classicwire.New(sock, h.serve,
 		classicwire.WithLogger(r.log.With("component", "bridge-runtime")),
@@ -297,8 +298,12 @@ func (r *RuntimeSide) budget() server.EventOption {
 
 // relayBatch is one set of unsolicited updates on its way to the runtime.
 type relayBatch struct {
-	plugin  string
-	updates []*v1alpha1.ContainerUpdate
+	plugin string
+	// req is the classic UpdateContainersRequest holding the updates,
+	// encoded when they were taken (v1beta1's UpdateContainersRequest
+	// without evictions: the wire is shared).
+	req   rawMessage
+	count int // the updates in req
 }
 
 // UpdateContainers implements server.Runtime. Updates are relayed to the
@@ -314,14 +319,11 @@ func (r *RuntimeSide) UpdateContainers(_ context.Context, plugin string, updates
 	if len(updates) == 0 {
 		return nil, nil, nil
 	}
-	batch := relayBatch{plugin: plugin}
-	for _, u := range updates {
-		a, err := convert(u, &v1alpha1.ContainerUpdate{})
-		if err != nil {
-			return nil, nil, err
-		}
-		batch.updates = append(batch.updates, a)
+	req, err := (&nriv1beta1.UpdateContainersRequest{Update: updates}).MarshalVT()
+	if err != nil {
+		return updates, nil, status.Errorf(codes.Internal, "bridge: encoding updates for the classic runtime: %v", err)
 	}
+	batch := relayBatch{plugin: plugin, req: req, count: len(updates)}
 	select {
 	case r.relay <- batch:
 		return nil, nil, nil
@@ -345,12 +347,12 @@ func (r *RuntimeSide) relayLoop(ctx context.Context) {
 			c, timeout := r.conn, r.timeout
 			r.mu.Unlock()
 			if c == nil {
-				r.log.Warn("no classic runtime attached; updates dropped", "plugin", b.plugin, "count", len(b.updates))
+				r.log.Warn("no classic runtime attached; updates dropped", "plugin", b.plugin, "count", b.count)
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, timeout)
-			rsp := &v1alpha1.UpdateContainersResponse{}
-			err := c.Call(cctx, "UpdateContainers", &v1alpha1.UpdateContainersRequest{Update: b.updates}, rsp)
+			rsp := &nriv1beta1.UpdateContainersResponse{}
+			err := c.Call(cctx, "UpdateContainers", &b.req, rsp)
 			cancel()
 			if err != nil || len(rsp.GetFailed()) > 0 {
 				r.log.Warn("classic runtime did not apply all updates", "plugin", b.plugin, "failed", len(rsp.GetFailed()), "error", err)
@@ -377,24 +379,27 @@ type classicHandlers struct {
 	// synchronized is set once the runtime synchronized the bridge on this
 	// connection: only then may it be handed over.
 	synchronized atomic.Bool
+	// methods serve the runtime's calls (runtime_serve.go).
+	methods methodTable
 }
 
 // lifecycleEvents is every event but validation.
 const lifecycleEvents = v1alpha1.EventMask(1<<13 - 1)
 
-// Configure subscribes to every lifecycle event, and to validation when
-// rejections are to be relayed through it (validate.go).
-func (h *classicHandlers) Configure(_ context.Context, _, runtime, version, nriVersion string) (v1alpha1.EventMask, error) {
+// subscribe notes the runtime's identity and returns the bridge's
+// subscription: every lifecycle event, and validation when rejections are
+// to be relayed through it (validate.go).
+func (h *classicHandlers) subscribe(runtime, version, nriVersion string) v1alpha1.EventMask {
 	h.r.mu.Lock()
 	h.r.info = server.RuntimeInfo{Name: runtime, Version: version}
 	h.r.mu.Unlock()
-	return lifecycleEvents | h.validationEvents(runtime, nriVersion), nil
+	return lifecycleEvents | h.validationEvents(runtime, nriVersion)
 }
 
-// Synchronize hands the runtime's state to the server and answers at once:
+// setState hands the runtime's state to the server and answers at once:
 // plugins are resynchronized in the background and their updates follow
 // through UpdateContainers.
-func (h *classicHandlers) Synchronize(ctx context.Context, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
+func (h *classicHandlers) setState(ctx context.Context, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
 	h.r.mu.Lock()
 	info := h.r.info
 	h.r.mu.Unlock()
@@ -407,27 +412,6 @@ func (h *classicHandlers) Synchronize(ctx context.Context, pods []*nriv1beta1.Po
 	default:
 	}
 	return nil
-}
-
-func (h *classicHandlers) Shutdown(context.Context) {
-	h.r.log.Info("classic runtime shut the bridge down")
-}
-
-// podReq converts the pod of a pod event.
-func podReq(pod *v1alpha1.PodSandbox) (*nriv1beta1.PodSandbox, error) {
-	return convert(pod, &nriv1beta1.PodSandbox{})
-}
-
-func ctrReq(pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container) (*nriv1beta1.PodSandbox, *nriv1beta1.Container, error) {
-	bp, err := convert(pod, &nriv1beta1.PodSandbox{})
-	if err != nil {
-		return nil, nil, err
-	}
-	bc, err := convert(ctr, &nriv1beta1.Container{})
-	if err != nil {
-		return nil, nil, err
-	}
-	return bp, bc, nil
 }
 
 // notified logs the errors plugins returned for a notification: classic
@@ -443,24 +427,14 @@ func (h *classicHandlers) notified(event string, errs []*nriv1beta1.PluginError,
 	return nil
 }
 
-func (h *classicHandlers) UpdatePodSandbox(ctx context.Context, pod *v1alpha1.PodSandbox, overhead, res *v1alpha1.LinuxResources) error {
-	bp, err := podReq(pod)
-	if err != nil {
-		return err
-	}
-	req := &nriv1beta1.UpdatePodSandboxRequest{Pod: bp}
-	if overhead != nil {
-		if req.OverheadLinuxResources, err = convert(overhead, &nriv1beta1.LinuxResources{}); err != nil {
-			return err
-		}
-	}
-	if res != nil {
-		if req.LinuxResources, err = convert(res, &nriv1beta1.LinuxResources{}); err != nil {
-			return err
-		}
-	}
-	return h.r.srv.UpdatePodSandbox(ctx, req, h.r.budget())
-}
+// The bridge's replies are encoded straight from the server's v1beta1
+// answers: AdaptationServiceCreateContainerResponse, …UpdateContainerResponse
+// and …StopContainerResponse number the fields they share with v1alpha1's
+// CreateContainerResponse, UpdateContainerResponse and StopContainerResponse
+// alike (adjust 1, update 2; update 1), and the messages inside are shared
+// (test/wirecompat). The other fields are left out: evictions, which
+// classic runtimes cannot take (warned about), the target's final resources
+// (an update of their own) and plugin errors (logged).
 
 // createContainer answers as one plugin: the server's merged adjustment
 // and one update per other container. A validator's rejection is answered
@@ -474,65 +448,44 @@ func (h *classicHandlers) createContainer(ctx context.Context, req *nriv1beta1.C
 		}
 		return nil, err
 	}
-	if len(rsp.GetEvict()) > 0 {
-		h.r.log.Warn("classic runtimes cannot evict; evictions dropped", "event", "CreateContainer", "count", len(rsp.GetEvict()))
-	}
-	out := &v1alpha1.CreateContainerResponse{}
-	if rsp.GetAdjust() != nil {
-		if out.Adjust, err = convert(rsp.GetAdjust(), &v1alpha1.ContainerAdjustment{}); err != nil {
-			return nil, err
-		}
-	}
-	if out.Update, err = alphaUpdates(rsp.GetUpdate()); err != nil {
+	h.evictionsDropped("CreateContainer", rsp.GetEvict())
+	out, err := createReply(rsp)
+	if err != nil {
 		return nil, err
 	}
 	h.verdicts.accepted(req.GetContainer().GetId())
-	return out.MarshalVT()
-}
-
-func alphaUpdates(in []*nriv1beta1.ContainerUpdate) ([]*v1alpha1.ContainerUpdate, error) {
-	var out []*v1alpha1.ContainerUpdate
-	for _, u := range in {
-		a, err := convert(u, &v1alpha1.ContainerUpdate{})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
 	return out, nil
 }
 
-// UpdateContainer answers with the other containers' updates and, last, the
+// createReply encodes the classic CreateContainerResponse of rsp.
+func createReply(rsp *nriv1beta1.AdaptationServiceCreateContainerResponse) ([]byte, error) {
+	return marshalReply("CreateContainer", &nriv1beta1.AdaptationServiceCreateContainerResponse{Adjust: rsp.GetAdjust(), Update: rsp.GetUpdate()})
+}
+
+// updateContainer answers with the other containers' updates and, last, the
 // target's final resources when plugins changed them.
-func (h *classicHandlers) UpdateContainer(ctx context.Context, pod *v1alpha1.PodSandbox, ctr *v1alpha1.Container, res *v1alpha1.LinuxResources) ([]*v1alpha1.ContainerUpdate, error) {
-	bp, bc, err := ctrReq(pod, ctr)
-	if err != nil {
-		return nil, err
-	}
-	req := &nriv1beta1.UpdateContainerRequest{Pod: bp, Container: bc, LinuxResources: &nriv1beta1.LinuxResources{}}
-	if res != nil {
-		if req.LinuxResources, err = convert(res, &nriv1beta1.LinuxResources{}); err != nil {
-			return nil, err
-		}
+func (h *classicHandlers) updateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest, opts ...server.EventOption) ([]byte, error) {
+	if req.LinuxResources == nil {
+		req.LinuxResources = &nriv1beta1.LinuxResources{}
 	}
 	requested := req.LinuxResources.CloneVT()
-	rsp, err := h.r.srv.UpdateContainer(ctx, req, h.r.budget())
+	rsp, err := h.r.srv.UpdateContainer(ctx, req, opts...)
 	if err != nil {
 		return nil, err
 	}
-	updates, err := alphaUpdates(rsp.GetUpdate())
-	if err != nil {
-		return nil, err
-	}
+	h.evictionsDropped("UpdateContainer", rsp.GetEvict())
+	return updateReply(rsp, req.GetContainer().GetId(), requested)
+}
+
+// updateReply encodes the classic UpdateContainerResponse of rsp, an answer
+// to the update of container id to the resources requested.
+func updateReply(rsp *nriv1beta1.AdaptationServiceUpdateContainerResponse, id string, requested *nriv1beta1.LinuxResources) ([]byte, error) {
+	updates := rsp.GetUpdate()
 	if final := rsp.GetLinuxResources(); final != nil && !final.EqualVT(requested) {
-		u, err := convert(&nriv1beta1.ContainerUpdate{ContainerId: ctr.GetId(),
-			Linux: &nriv1beta1.LinuxContainerUpdate{Resources: final}}, &v1alpha1.ContainerUpdate{})
-		if err != nil {
-			return nil, err
-		}
-		updates = append(updates, u)
+		updates = append(slices.Clip(updates), &nriv1beta1.ContainerUpdate{ContainerId: id,
+			Linux: &nriv1beta1.LinuxContainerUpdate{Resources: final}})
 	}
-	return updates, nil
+	return marshalReply("UpdateContainer", &nriv1beta1.AdaptationServiceUpdateContainerResponse{Update: updates})
 }
 
 // stopContainer answers with the updates plugins asked for; a teardown
@@ -544,9 +497,28 @@ func (h *classicHandlers) stopContainer(ctx context.Context, req *nriv1beta1.Sto
 		return nil, nil
 	}
 	_ = h.notified("StopContainer", rsp.GetPluginErrors(), nil)
-	updates, err := alphaUpdates(rsp.GetUpdate())
+	h.evictionsDropped("StopContainer", rsp.GetEvict())
+	return stopReply(rsp)
+}
+
+// stopReply encodes the classic StopContainerResponse of rsp.
+func stopReply(rsp *nriv1beta1.AdaptationServiceStopContainerResponse) ([]byte, error) {
+	return marshalReply("StopContainer", &nriv1beta1.AdaptationServiceStopContainerResponse{Update: rsp.GetUpdate()})
+}
+
+// marshalReply encodes the reply to a classic event.
+func marshalReply(event string, m vtMessage) ([]byte, error) {
+	b, err := m.MarshalVT()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bridge: encoding the %s reply: %w", event, err)
 	}
-	return (&v1alpha1.StopContainerResponse{Update: updates}).MarshalVT()
+	return b, nil
+}
+
+// evictionsDropped warns of the evictions an answer to a classic runtime
+// leaves out.
+func (h *classicHandlers) evictionsDropped(event string, evict []*nriv1beta1.ContainerEviction) {
+	if len(evict) > 0 {
+		h.r.log.Warn("classic runtimes cannot evict; evictions dropped", "event", event, "count", len(evict))
+	}
 }

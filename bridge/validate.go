@@ -8,7 +8,6 @@ import (
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/untrusted"
@@ -280,30 +279,6 @@ func validatedContainerID(b []byte) (string, error) {
 		return eachBytes(ctr, 1, func(v []byte) error { id = v; return nil }) // Container.id
 	})
 	return string(id), err
-}
-
-// eachBytes calls f with every occurrence of length-delimited field num of
-// the protobuf message b, in order.
-func eachBytes(b []byte, num protowire.Number, f func([]byte) error) error {
-	for len(b) > 0 {
-		n, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return protowire.ParseError(l)
-		}
-		b = b[l:]
-		l = protowire.ConsumeFieldValue(n, typ, b)
-		if l < 0 {
-			return protowire.ParseError(l)
-		}
-		if n == num && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(b[:l])
-			if err := f(v); err != nil {
-				return err
-			}
-		}
-		b = b[l:]
-	}
-	return nil
 }
 
 // validationHandover is what a connection's verdicts carry to the next

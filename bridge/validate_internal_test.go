@@ -148,7 +148,7 @@ func validateRequest(t *testing.T, id string) []byte {
 // of its container: accepted, rejected with nri-grpc's message, and
 // rejected when the bridge has none (a handover, a forgotten verdict).
 func TestValidateAnswersTheVerdict(t *testing.T) {
-	h := &classicHandlers{r: &RuntimeSide{log: slog.New(slog.DiscardHandler)}}
+	h := newClassicHandlers(&RuntimeSide{log: slog.New(slog.DiscardHandler)})
 	h.verdicts.accepted("ok")
 	h.verdicts.setRelay(true)
 	h.verdicts.deferRejection("bad", rejection(`validator "20-v" rejected container adjustment, reason: no`))
