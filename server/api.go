@@ -339,9 +339,7 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 	}
 	wg.Wait()
 	if rec != nil {
-		for _, pc := range pcs {
-			rec.Calls = append(rec.Calls, pc)
-		}
+		rec.Calls = append(rec.Calls, pcs...)
 	}
 	for i, r := range results {
 		full := validators[i].full

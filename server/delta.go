@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 )
 

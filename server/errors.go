@@ -102,10 +102,6 @@ func outcomeOf(err error) nriv1beta1.DispatchOutcome {
 	return nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_ERROR
 }
 
-// callerGone reports whether the caller's own context ended (as opposed to
-// a plugin's call timing out).
-func callerGone(ctx context.Context) bool { return ctx.Err() != nil }
-
 // Identity is an authenticated caller.
 type Identity struct {
 	// Name renders the identity, for example "uid:0".

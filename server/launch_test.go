@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -58,12 +59,13 @@ func runLaunchedPlugin() int {
 	defer stop()
 	sock := strings.TrimPrefix(os.Getenv(server.EnvServerAddress), "unix://")
 	if _, err := p.Start(ctx, sock, ""); err != nil {
-		os.Stderr.WriteString("register: " + err.Error() + "\n")
+		fmt.Fprintln(os.Stderr, "register:", err)
 		return 1
 	}
 	select {
 	case <-ctx.Done():
-	case <-p.SessionEnded():
+	case err := <-p.SessionEnded():
+		fmt.Fprintln(os.Stderr, "session ended:", err)
 	}
 	p.Stop()
 	return 0
@@ -141,10 +143,12 @@ const listenAsEnv = "NRI_TEST_LISTEN_AS"
 func listenAndWait(path string) int {
 	l, err := net.Listen("unix", path)
 	if err != nil {
-		os.Stderr.WriteString(err.Error() + "\n")
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	os.Stdout.WriteString("listening\n")
+	if _, err := os.Stdout.WriteString("listening\n"); err != nil {
+		return 1
+	}
 	for {
 		c, err := l.Accept()
 		if err != nil {
