@@ -5,6 +5,7 @@
 #   protoc-gen-go{,-grpc}  tools/go.mod `tool` directives           -> .tmp/bin
 #   protoc-gen-go-vtproto  tools/go.mod                             -> .tmp/bin
 #   grpcurl                tools/go.mod (only via `make grpcurl`)    -> .tmp/bin
+#   golangci-lint          tools/go.mod `tool` directive             -> .tmp/bin
 #   protoc-gen-es          tools/package.json (npm)                  -> tools/node_modules
 #   grpcio-tools, pytest   clients/python/requirements-dev.txt (pip, hashes) -> clients/python/.venv
 #   tsc, Connect, protobuf-es  clients/typescript/package-lock.json (npm ci) -> clients/typescript/node_modules
@@ -36,6 +37,7 @@ PROTOC_GEN_GO := $(BIN)/protoc-gen-go
 PROTOC_GEN_GO_GRPC := $(BIN)/protoc-gen-go-grpc
 PROTOC_GEN_GO_VTPROTO := $(BIN)/protoc-gen-go-vtproto
 GRPCURL := $(BIN)/grpcurl
+GOLANGCI_LINT := $(BIN)/golangci-lint
 TESTSUM := $(BIN)/testsum
 PLUGINS := $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) $(PROTOC_GEN_GO_VTPROTO)
 TOOLS_GO_MOD := tools/go.mod tools/go.sum
@@ -76,7 +78,7 @@ space := $(empty) $(empty)
 ##@ Setup
 
 .PHONY: tools
-tools: $(BUF) $(PLUGINS) $(PROTOC_GEN_ES) $(PY_STAMP) $(TESTSUM) ## Install buf and protoc-gen-es (npm ci), build the Go protoc plugins and testsum into .tmp/bin, create the Python venv
+tools: $(BUF) $(PLUGINS) $(PROTOC_GEN_ES) $(PY_STAMP) $(TESTSUM) $(GOLANGCI_LINT) ## Install buf and protoc-gen-es (npm ci), build the Go protoc plugins, testsum and golangci-lint into .tmp/bin, create the Python venv
 
 # --ignore-scripts: the platform package has no install script to run, and
 # npm 11 would only warn about unapproved scripts anyway.
@@ -101,6 +103,10 @@ $(PROTOC_GEN_GO_VTPROTO): $(TOOLS_GO_MOD)
 $(GRPCURL): $(TOOLS_GO_MOD)
 	mkdir -p $(@D)
 	$(GO_TOOLS) build -o $@ github.com/fullstorydev/grpcurl/cmd/grpcurl
+# About a minute to build cold on 2 cores (module download included).
+$(GOLANGCI_LINT): $(TOOLS_GO_MOD)
+	mkdir -p $(@D)
+	$(GO_TOOLS) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 # testsum: our own summarizer of test runners' output (tools/testsum).
 $(TESTSUM): $(TOOLS_GO_MOD) tools/testsum/main.go
 	mkdir -p $(@D)
@@ -182,8 +188,13 @@ fmt: $(BUF) ## Format protos (buf format -w) and hand-written Go (gofmt -w)
 	files="$$($(call hand_written_go))"
 	if [[ -n "$$files" ]]; then gofmt -w $$files; fi
 
+.PHONY: lint-go
+lint-go: $(GOLANGCI_LINT) ## golangci-lint with .golangci.yml: staticcheck, unused, errcheck, govet, ineffassign, gocyclo, depguard (the package layering)
+	@echo "+ golangci-lint run ./..."
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: lint
-lint: $(BUF) ## buf lint, buf format check, gofmt check (excluding gen/), go vet
+lint: $(BUF) lint-go ## lint-go, then buf lint, buf format check, gofmt check (excluding gen/), go vet
 	@echo "+ buf lint"
 	$(BUF) lint
 	echo "+ buf format -d --exit-code"

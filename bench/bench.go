@@ -80,7 +80,11 @@ func Run(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		if err := os.RemoveAll(tmp); err != nil {
+			b.logf("removing %s: %v", tmp, err)
+		}
+	}()
 	if len(cfg.Only) == 0 || slices.Contains(cfg.Only, scBridge) || slices.Contains(cfg.Only, scRSS) {
 		b.nridBin, b.nridDesc = nridBinary(&cfg, tmp, b.logf)
 	}

@@ -62,23 +62,28 @@ func measure(ps procs, profile string, n, warm, workers int, op func(i int) erro
 	if err != nil {
 		return window{}, err
 	}
+	var prof *os.File
 	if profile != "" {
 		f, err := os.Create(profile)
 		if err != nil {
 			return window{}, err
 		}
-		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close() // StartCPUProfile's error is the one to report
 			return window{}, err
 		}
+		prof = f
 	}
 	cs0 := ps.ctxSwitches()
 	start := time.Now()
 	lat, err := run(0, n, workers, op)
 	wall := time.Since(start)
 	cs := ps.ctxSwitches() - cs0
-	if profile != "" {
+	if prof != nil {
 		pprof.StopCPUProfile()
+		if cerr := prof.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("CPU profile: %w", cerr)
+		}
 	}
 	if err != nil {
 		return window{}, err

@@ -130,7 +130,7 @@ func (c *ctl) say(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fmt.Fprintf(c.out, format+"\n", args...)
-	c.out.Flush()
+	_ = c.out.Flush() // fails only when the driver is gone: then stdin ends too, and so do we
 }
 
 // waitGo says "ready", waits for "go" and starts the CPU profile.
@@ -163,7 +163,9 @@ func (c *ctl) serve() {
 func (c *ctl) stopProfile() {
 	if c.prof != nil {
 		pprof.StopCPUProfile()
-		c.prof.Close()
+		if err := c.prof.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "nribench: CPU profile:", err)
+		}
 		c.prof = nil
 	}
 }

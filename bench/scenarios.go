@@ -449,21 +449,26 @@ func timed(ps procs, profile string, f func() error) (wall, cpu time.Duration, e
 	if err != nil {
 		return 0, 0, err
 	}
+	var prof *os.File
 	if profile != "" {
 		pf, err := os.Create(profile)
 		if err != nil {
 			return 0, 0, err
 		}
-		defer pf.Close()
 		if err := pprof.StartCPUProfile(pf); err != nil {
+			_ = pf.Close() // StartCPUProfile's error is the one to report
 			return 0, 0, err
 		}
+		prof = pf
 	}
 	start := time.Now()
 	err = f()
 	wall = time.Since(start)
-	if profile != "" {
+	if prof != nil {
 		pprof.StopCPUProfile()
+		if cerr := prof.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("CPU profile: %w", cerr)
+		}
 	}
 	if err != nil {
 		return 0, 0, err

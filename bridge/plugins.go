@@ -178,7 +178,7 @@ type classicConn struct {
 // Runtime service (conn 2, we serve it).
 func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, slot *launchSlot) {
 	mux := multiplex.Multiplex(c, multiplex.WithBlockedRead())
-	defer mux.Close()
+	defer func() { _ = mux.Close() }() // the connection is over: nothing to do about a failed close
 	pconn, err := mux.Open(multiplex.PluginServiceConn)
 	if err != nil {
 		ps.log.Error("classic plugin: opening the plugin connection", "error", err)
@@ -187,7 +187,7 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 	closed := make(chan struct{})
 	var once sync.Once
 	client := ttrpc.NewClient(pconn, ttrpc.WithOnClose(func() { once.Do(func() { close(closed) }) }))
-	defer client.Close()
+	defer func() { _ = client.Close() }()
 	lis, err := mux.Listen(multiplex.RuntimeServiceConn)
 	if err != nil {
 		ps.log.Error("classic plugin: listening for the runtime connection", "error", err)
@@ -198,7 +198,7 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 		ps.log.Error("classic plugin: ttrpc server", "error", err)
 		return
 	}
-	defer tsrv.Close()
+	defer func() { _ = tsrv.Close() }()
 	cc := &classicConn{ps: ps, mux: mux, client: client, identity: identity, slot: slot,
 		regC: make(chan *v1alpha1.RegisterPluginRequest, 1)}
 	cc.serveRuntime(tsrv)

@@ -48,7 +48,8 @@ func TestMalformedResponseIsAnAvailabilityFailure(t *testing.T) {
 		t.Fatalf("adjust: %v", rsp.GetAdjust())
 	}
 	select {
-	case <-bad.SessionEnded():
+	case err := <-bad.SessionEnded():
+		t.Logf("the misbehaving plugin's session ended: %v", err)
 	case <-h.ctx().Done():
 		t.Fatal("the misbehaving plugin was not disconnected")
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -70,6 +69,3 @@ func invalid(field, format string, args ...any) error {
 	return st.Err()
 }
 
-// callerGone reports whether the caller's own context ended (as opposed to
-// a plugin's call timing out).
-func callerGone(ctx context.Context) bool { return ctx.Err() != nil }

@@ -211,7 +211,8 @@ func TestInvalidUTF8FromAPluginIsAProtocolError(t *testing.T) {
 		t.Fatal("result does not round-trip")
 	}
 	select {
-	case <-bad.SessionEnded():
+	case err := <-bad.SessionEnded():
+		t.Logf("evicted: %v", err)
 	case <-time.After(wait()):
 		t.Fatal("the plugin that sent invalid UTF-8 was not evicted")
 	}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"context"
 	"os"
 	"os/signal"
@@ -53,12 +54,13 @@ func runLaunchedPlugin() int {
 	defer stop()
 	sock := strings.TrimPrefix(os.Getenv(server.EnvServerAddress), "unix://")
 	if _, err := p.Start(ctx, sock, ""); err != nil {
-		os.Stderr.WriteString("register: " + err.Error() + "\n")
+		fmt.Fprintln(os.Stderr, "register:", err)
 		return 1
 	}
 	select {
 	case <-ctx.Done():
-	case <-p.SessionEnded():
+	case err := <-p.SessionEnded():
+		fmt.Fprintln(os.Stderr, "session ended:", err)
 	}
 	p.Stop()
 	return 0

@@ -44,12 +44,6 @@ func (g *gate) settled() (done, ok bool) {
 	}
 }
 
-func openGate(ok bool) *gate {
-	g := &gate{ch: make(chan struct{}), ok: ok}
-	close(g.ch)
-	return g
-}
-
 // plugin is one registered plugin instance.
 type plugin struct {
 	s          *Server

@@ -214,7 +214,8 @@ func TestTimeoutWithIgnorePolicySkipsAndDisconnects(t *testing.T) {
 		t.Errorf("later plugin's adjustment missing: %v", rsp.GetAdjust())
 	}
 	select {
-	case <-slow.SessionEnded():
+	case err := <-slow.SessionEnded():
+		t.Logf("the timed-out plugin's session ended: %v", err)
 	case <-time.After(wait()):
 		t.Fatal("the timed-out plugin was not disconnected")
 	}
@@ -335,7 +336,8 @@ func TestInstanceHandoverReplacesOldInstance(t *testing.T) {
 		t.Fatal("the new registration reused the instance id")
 	}
 	select {
-	case <-old.SessionEnded():
+	case err := <-old.SessionEnded():
+		t.Logf("the old instance's session ended: %v", err)
 	case <-time.After(wait()):
 		t.Fatal("old instance's session did not end")
 	}

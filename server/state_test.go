@@ -129,7 +129,7 @@ func TestRequireUntilRegistered(t *testing.T) {
 		t.Fatalf("with both back: %v", err)
 	}
 	p.Stop()
-	<-p.SessionEnded()
+	t.Logf("10-back stopped: %v", <-p.SessionEnded())
 	if _, err := h.srv.CreateContainer(h.ctx(), fixture.CreateContainerRequest(1, 1)); err != nil {
 		t.Fatalf("10-back left again, under its own ignore policy: %v", err)
 	}

@@ -142,7 +142,9 @@ func (s *Server) callValidators(ctx context.Context, validators []*slot, vreq *n
 	wg.Wait()
 	if fl.rec != nil {
 		for _, pc := range pcs {
-			fl.rec.Calls = append(fl.rec.Calls, pc)
+			if pc != nil { // nil: not called (gone, or not ready in time)
+				fl.rec.Calls = append(fl.rec.Calls, pc)
+			}
 		}
 	}
 	return results

@@ -19,7 +19,11 @@ import (
 func Example_classic() {
 	ctx := context.Background()
 	sup := supervisor.New(supervisor.WithLogger(slog.Default()))
-	defer sup.Stop(ctx)
+	defer func() {
+		if err := sup.Stop(ctx); err != nil {
+			slog.Warn("stopping the plugins", "err", err)
+		}
+	}()
 
 	plugins, errs := supervisor.Discover("/opt/nri/plugins", "/etc/nri/conf.d")
 	for _, err := range errs {

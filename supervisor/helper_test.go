@@ -122,7 +122,10 @@ func helperMain(mode string, args []string) int {
 			return 14
 		}
 		signal.Ignore(syscall.SIGTERM)
-		fmt.Fprintf(fd3, "%d\n", cmd.Process.Pid)
+		if _, err := fmt.Fprintf(fd3, "%d\n", cmd.Process.Pid); err != nil {
+			fmt.Fprintln(os.Stderr, "write fd 3:", err)
+			return 10
+		}
 		time.Sleep(time.Hour)
 		return 0
 	case "detach":
@@ -139,7 +142,10 @@ func helperMain(mode string, args []string) int {
 		if err := cmd.Start(); err != nil {
 			return 13
 		}
-		fmt.Fprintf(fd3, "%d\n", cmd.Process.Pid)
+		if _, err := fmt.Fprintf(fd3, "%d\n", cmd.Process.Pid); err != nil {
+			fmt.Fprintln(os.Stderr, "write fd 3:", err)
+			return 10
+		}
 		time.Sleep(time.Hour)
 		return 0
 	case "sleep":

@@ -351,10 +351,12 @@ const listenAsEnv = "NRI_TEST_LISTEN_AS"
 func listenAndWait(path string) int {
 	l, err := net.Listen("unix", path)
 	if err != nil {
-		os.Stderr.WriteString(err.Error() + "\n")
+		_, _ = os.Stderr.WriteString(err.Error() + "\n") // the parent test reads the exit code
 		return 1
 	}
-	os.Stdout.WriteString("listening\n")
+	if _, err := os.Stdout.WriteString("listening\n"); err != nil {
+		return 1
+	}
 	for {
 		c, err := l.Accept()
 		if err != nil {

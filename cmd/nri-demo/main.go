@@ -81,7 +81,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if *keep {
 		defer fmt.Fprintf(out, "kept %s\n", dir)
 	} else {
-		defer os.RemoveAll(dir)
+		defer func() {
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintf(out, "removing %s: %v\n", dir, err)
+			}
+		}()
 	}
 	sock, pluginDir, binDir := filepath.Join(dir, "nri.sock"), filepath.Join(dir, "plugins"), filepath.Join(dir, "bin")
 
@@ -132,7 +136,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer logFile.Close()
+		defer func() { _ = logFile.Close() }() // the plugin writes it, through its own descriptor
 		cmd := exec.Command(filepath.Join(binDir, e.pkg), append([]string{
 			"-name", e.name, "-idx", e.idx,
 			"-server", "unix://" + sock,

@@ -52,7 +52,8 @@ func (g *globals) dial() (*conn, error) {
 	return &conn{cc: cc}, nil
 }
 
-func (c *conn) Close() error { return c.cc.Close() }
+// Close closes the connection (its only error: already closed).
+func (c *conn) Close() { _ = c.cc.Close() }
 
 func (c *conn) admin() nriv1beta1.AdminServiceClient { return nriv1beta1.NewAdminServiceClient(c.cc) }
 

@@ -266,7 +266,6 @@ func TestProbedValuesRefused(t *testing.T) {
 	n := startNrid(t, probePolicy)
 	root := n.conn(t)
 	type probe struct {
-		linux *nriv1beta1.LinuxContainerAdjustment
 		adj   func(*nriv1beta1.ContainerAdjustment)
 		code  codes.Code
 		field string

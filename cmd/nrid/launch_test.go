@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -35,12 +36,13 @@ func launchedMain() int {
 	defer stop()
 	sock := strings.TrimPrefix(os.Getenv(server.EnvServerAddress), "unix://")
 	if _, err := p.Start(ctx, sock, ""); err != nil {
-		os.Stderr.WriteString("register: " + err.Error() + "\n")
+		fmt.Fprintln(os.Stderr, "register:", err)
 		return 1
 	}
 	select {
 	case <-ctx.Done():
-	case <-p.SessionEnded():
+	case err := <-p.SessionEnded():
+		fmt.Fprintln(os.Stderr, "session ended:", err)
 	}
 	p.Stop()
 	return 0

@@ -79,7 +79,7 @@ func (r *roster) load() ([]rosterEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	data, err := io.ReadAll(io.LimitReader(f, maxRoster+1))
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func (in *inherited) listener(name, addr string) (net.Listener, error) {
 		return nil, nil
 	}
 	delete(in.taken.Files, name)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // the listener has its own duplicate
 	l, err := net.FileListener(f)
 	if err != nil {
 		return nil, fmt.Errorf("taking over the %s listener: %w", name, err)

@@ -70,7 +70,7 @@ func TestTakeoverKeepsTheRuntimeConnection(t *testing.T) {
 	pctx, stopPlugin := context.WithCancel(context.Background())
 	pdone := make(chan error, 1)
 	go func() { pdone <- p.Run(pctx) }()
-	t.Cleanup(func() { stopPlugin(); <-pdone })
+	t.Cleanup(func() { stopPlugin(); t.Logf("plugin: %v", <-pdone) })
 	first.logs.wait(t, reLog(`restart gate: recorded the registered plugins" .*plugins=\[10-env\]`), first.done)
 	a.BlockPluginSync().Unblock()
 

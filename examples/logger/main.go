@@ -266,7 +266,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() {
+			if err := f.Close(); err != nil {
+				log.Error("closing the output file", "error", err)
+			}
+		}()
 		out = f
 	}
 	cfg := Config{Format: *format}

@@ -222,7 +222,7 @@ func (t *Taken) Accept() (gone <-chan struct{}, err error) {
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
-		defer t.c.Close()
+		defer func() { _ = t.c.Close() }()
 		_, _ = readLine(t.br) // BYE, or the end of the connection
 	}()
 	return ch, nil

@@ -135,7 +135,9 @@ func TestRefusals(t *testing.T) {
 	if _, err := handover.Take(ctx(t), filepath.Join(dir, "a.sock")); err == nil || !strings.Contains(err.Error(), "not synchronized yet") {
 		t.Fatalf("Take from a side that cannot prepare: %v", err)
 	}
-	<-res
+	if err := <-res; err == nil {
+		t.Fatal("Offer succeeded although prepare failed")
+	}
 	f, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)

@@ -98,7 +98,7 @@ func DialBeneath(ctx context.Context, dir, rel string, opts ...BeneathOption) (*
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // an O_PATH descriptor: nothing to flush
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}

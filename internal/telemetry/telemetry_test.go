@@ -217,7 +217,11 @@ func TestExportFailuresAreLoggedOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tel.Shutdown(context.Background())
+	defer func() {
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
 	span := func() {
 		_, s := tel.TracerProvider().Tracer("test").Start(context.Background(), "op")
 		s.End()

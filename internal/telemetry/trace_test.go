@@ -316,7 +316,7 @@ func TestTraceReachesPlugin(t *testing.T) {
 // hasAttr reports whether attrs has key with the value v.
 func hasAttr(attrs []attribute.KeyValue, key, v string) bool {
 	for _, kv := range attrs {
-		if string(kv.Key) == key && kv.Value.Emit() == v {
+		if string(kv.Key) == key && kv.Value.String() == v {
 			return true
 		}
 	}

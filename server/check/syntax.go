@@ -165,7 +165,7 @@ const lastBit = -1
 // returns the index after it and whether it is valid.
 func cpuRegion(s string, i int) (int, bool) {
 	var start, end int64
-	ok := true
+	var ok bool
 	if len(s)-i >= 3 && strings.EqualFold(s[i:i+3], "all") {
 		start, end, i = 0, lastBit, i+3
 	} else {

@@ -149,6 +149,3 @@ func (s *S) mustCreate(pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container) *n
 	s.must("CreateContainer "+ctr.GetId(), err)
 	return rsp
 }
-
-// lifecycleLog returns the calls of lifecycle events in the log.
-func (s *S) lifecycleLog() []string { return s.Log().Strings(lifecycleEvents...) }

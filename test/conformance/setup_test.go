@@ -189,7 +189,7 @@ func (b *base) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (confo
 	}
 	p := &plugin{tp: tp, done: make(chan struct{})}
 	go func() {
-		<-tp.SessionEnded()
+		p.end = <-tp.SessionEnded()
 		close(p.done)
 	}()
 	return p, nil
@@ -199,6 +199,7 @@ func (b *base) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (confo
 type plugin struct {
 	tp   *testplugin.Plugin
 	done chan struct{}
+	end  error // why the session ended; set before done is closed
 }
 
 func (p *plugin) Full() string                             { return p.tp.Full() }

@@ -96,7 +96,9 @@ func (e *Env) launch(p *Proc) {
 	if err != nil {
 		e.tb.Fatal(err)
 	}
-	fmt.Fprintf(f, "==== %s: start %s %s\n", time.Now().Format(time.RFC3339Nano), p.Path, strings.Join(p.Args, " "))
+	if _, err := fmt.Fprintf(f, "==== %s: start %s %s\n", time.Now().Format(time.RFC3339Nano), p.Path, strings.Join(p.Args, " ")); err != nil {
+		e.tb.Fatal(err)
+	}
 	cmd := exec.Command(p.Path, p.Args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), p.env...)
@@ -112,7 +114,7 @@ func (e *Env) launch(p *Proc) {
 	p.done = make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
-		fmt.Fprintf(f, "==== %s: exited: %v\n", time.Now().Format(time.RFC3339Nano), cmd.ProcessState)
+		_, _ = fmt.Fprintf(f, "==== %s: exited: %v\n", time.Now().Format(time.RFC3339Nano), cmd.ProcessState) // a marker only; the test may be over
 		f.Close()
 		close(p.done)
 	}()
@@ -171,7 +173,6 @@ type Env struct {
 	Health       healthpb.HealthClient
 
 	procs []*Proc
-	seq   atomic.Int32
 }
 
 var envSeq atomic.Int32

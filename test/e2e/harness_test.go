@@ -268,7 +268,9 @@ func (s *Suite) buildRepoBinaries() error {
 func (s *Suite) recordPID(pid int, path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(s.pids, "%d %s\n", pid, path)
+	if _, err := fmt.Fprintf(s.pids, "%d %s\n", pid, path); err != nil {
+		logf("recording pid %d: %v (a killed run cannot clean it up)", pid, err)
+	}
 }
 
 // teardown removes the run directory (or everything but the logs).

@@ -226,7 +226,7 @@ func TestCrashingPlugin(t *testing.T) {
 					t.Fatal("the plugin server had no connection to cut")
 				}
 				runs = <-done
-			case runs = <-done:
+			case <-done:
 				t.Fatal("the load ended without calling the plugin")
 			}
 			checkNoFailures(t, runs)

@@ -369,6 +369,19 @@ func (c *Config) check(data []byte, source string, flags map[string]string) erro
 		}
 		return e
 	}
+	for _, part := range []func(failFunc) error{c.checkServer, c.checkTCPAndLog, c.checkOthers} {
+		if err := part(fail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failFunc makes the error of check for the value of key.
+type failFunc func(key, format string, args ...any) error
+
+// checkServer checks [server].
+func (c *Config) checkServer(fail failFunc) error {
 	s := &c.Server
 	if err := checkSocketPath(s.Socket); err != nil {
 		return fail("server.socket", "%v", err)
@@ -419,7 +432,11 @@ func (c *Config) check(data []byte, source string, flags map[string]string) erro
 	if s.RegisterRate > 0 && s.RegisterBurst < 1 {
 		return fail("server.register_burst", "must be at least 1 when register_rate is set")
 	}
+	return nil
+}
 
+// checkTCPAndLog checks [tcp], [log] and [observability].
+func (c *Config) checkTCPAndLog(fail failFunc) error {
 	if t := &c.TCP; t.Address != "" {
 		switch {
 		case t.CertFile == "":
@@ -459,7 +476,12 @@ func (c *Config) check(data []byte, source string, flags map[string]string) erro
 	default:
 		return fail("observability.tracing", "%q is not one of off, stdout, otlp", o.Tracing)
 	}
+	return nil
+}
 
+// checkOthers checks [validator], [launch], [bridge] and the [[policy]] and
+// [[plugin]] entries.
+func (c *Config) checkOthers(fail failFunc) error {
 	if _, err := validate.New(c.Validator); err != nil {
 		key := "validator"
 		if k, _, ok := strings.Cut(err.Error(), ":"); ok && !strings.Contains(k, " ") {

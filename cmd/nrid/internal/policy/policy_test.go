@@ -263,8 +263,7 @@ func TestEveryAdjustmentFieldIsClassified(t *testing.T) {
 		}
 	}
 	// And everything() really sets every field, so the next test covers all.
-	var check func(m protoreflect.Message)
-	check = func(m protoreflect.Message) {
+	check := func(m protoreflect.Message) {
 		fields := m.Descriptor().Fields()
 		for i := 0; i < fields.Len(); i++ {
 			if !m.Has(fields.Get(i)) {

@@ -267,14 +267,24 @@ func compile(index int, r Rule) (*rule, error) {
 	if len(out.indices) > 0 && len(out.plugins) == 0 {
 		return nil, bad("indices", "is set but plugins is empty: the rule grants no plugin")
 	}
-	if m.kind == kindLaunch && m.value != "" {
-		for i, p := range out.plugins {
-			if p.name != "" && p.name != m.value[3:] || p.idx != "" && p.idx != m.value[:2] {
-				return nil, bad(fmt.Sprintf("plugins[%d]", i), "a launch identity may only register its own slot %s", m.value)
-			}
-		}
+	if err := launchOwnSlot(m, out.plugins, bad); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// launchOwnSlot checks that a rule for one launched plugin
+// ("launch:NN-name") names no other plugin slot than its own.
+func launchOwnSlot(m matcher, plugins []pluginPattern, bad func(k string, format string, args ...any) error) error {
+	if m.kind != kindLaunch || m.value == "" {
+		return nil
+	}
+	for i, p := range plugins {
+		if p.name != "" && p.name != m.value[3:] || p.idx != "" && p.idx != m.value[:2] {
+			return bad(fmt.Sprintf("plugins[%d]", i), "a launch identity may only register its own slot %s", m.value)
+		}
+	}
+	return nil
 }
 
 // parseMatcher parses an identity selector.

@@ -18,9 +18,6 @@ type tcpHosts struct {
 	names    []string // lower case
 }
 
-// empty reports whether the list allows no host.
-func (h tcpHosts) empty() bool { return len(h.prefixes) == 0 && len(h.names) == 0 }
-
 // add adds the hosts of o.
 func (h *tcpHosts) add(o tcpHosts) {
 	h.prefixes = append(h.prefixes, o.prefixes...)

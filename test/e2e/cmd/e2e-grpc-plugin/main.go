@@ -217,7 +217,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // unbuffered: every event line was written already
 	p.out = f
 
 	opts := append(std.Options(), plugin.WithResync(), plugin.WithBackoff(50*time.Millisecond, time.Second),

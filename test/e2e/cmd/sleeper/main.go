@@ -30,7 +30,10 @@ func main() {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(1)
 				}
-				os.Stdout.Write(b)
+				if _, err := os.Stdout.Write(b); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(1)
+				}
 			}
 			return
 		}
