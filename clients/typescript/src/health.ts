@@ -12,7 +12,8 @@ import {
   FileDescriptorProtoSchema,
 } from "@bufbuild/protobuf/wkt";
 
-const file = create(FileDescriptorProtoSchema, {
+/** grpc/health/v1/health.proto, as reflection serves it. */
+export const healthFile = create(FileDescriptorProtoSchema, {
   name: "grpc/health/v1/health.proto",
   package: "grpc.health.v1",
   syntax: "proto3",
@@ -62,7 +63,7 @@ const file = create(FileDescriptorProtoSchema, {
   ],
 });
 
-const registry = createFileRegistry(file, () => undefined);
+const registry = createFileRegistry(healthFile, () => undefined);
 
 /** The grpc.health.v1.Health service. */
 export const HealthService: DescService = registry.getService("grpc.health.v1.Health")!;

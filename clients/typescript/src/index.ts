@@ -46,7 +46,8 @@ export {
   type RunResult,
   type Timeouts,
 } from "./plugin.js";
-export { VERSION } from "./version.js";
+export { NRI_VERSION, PROTOCOL, VERSION } from "./version.js";
+export { REFLECTION_SERVICES } from "./reflection.js";
 export { Code, ConnectError } from "@connectrpc/connect";
 export { create } from "@bufbuild/protobuf";
 export * from "./gen/nri/v1beta1/types_pb.js";

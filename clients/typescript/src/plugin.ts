@@ -13,6 +13,7 @@ import { connectNodeAdapter, createGrpcTransport, Http2SessionManager } from "@c
 
 import { eventMask, eventName, eventNames, handlerName, EVENTS, type EventHandlerName } from "./events.js";
 import { HealthCheckResponseSchema, HealthService, ServingStatus } from "./health.js";
+import { addReflection } from "./reflection.js";
 import {
   type Capabilities,
   CapabilitiesSchema,
@@ -76,7 +77,7 @@ import {
 } from "./gen/nri/v1beta1/types_pb.js";
 import { NotRegisteredError, RegistrationRefusedError } from "./errors.js";
 import { Update } from "./adjust.js";
-import { VERSION } from "./version.js";
+import { NRI_VERSION } from "./version.js";
 
 /** nrid's default socket, as a gRPC target. */
 export const DEFAULT_SERVER_ADDRESS = "unix:///var/run/nri/nri-grpc.sock";
@@ -722,7 +723,7 @@ export class Plugin {
     return create(RegisterPluginRequestSchema, {
       pluginName: this.name,
       pluginIdx: this.index,
-      nriVersion: `typescript-sdk ${VERSION}`,
+      nriVersion: NRI_VERSION,
       endpoint: this.endpoint,
       capabilities: this.capabilities,
       timeouts: this.timeouts,
@@ -954,6 +955,9 @@ export class Plugin {
         throw ConnectError.from(hctx.signal.reason);
       },
     } as never);
+    // Reflection, with the proto comments: grpcurl lists, describes and
+    // calls the plugin without a protoset.
+    addReflection(router, [PLUGIN_SERVICE, HealthService.typeName]);
   }
 
   private context(hctx: HandlerContext, instanceId?: string): CallContext {

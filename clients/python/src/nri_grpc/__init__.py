@@ -21,7 +21,7 @@ responses with classic NRI's removal-marker conventions. docs/python-plugin.md
 is the tutorial.
 """
 
-__version__ = "0.1.0"
+from ._version import PROTOCOL, __version__  # written in _version.py only
 
 from . import api, events  # noqa: E402
 from .adjust import Adjustment, Update, evict, is_marked_for_removal, mark_for_removal  # noqa: E402
@@ -35,6 +35,7 @@ from .plugin import (  # noqa: E402
     ENV_PLUGIN_NAME,
     ENV_SERVER_ADDRESS,
     METADATA_INSTANCE_ID,
+    NRI_VERSION,
     CallContext,
     Plugin,
     RunResult,
@@ -56,8 +57,10 @@ __all__ = [
     "ENV_PLUGIN_NAME",
     "ENV_SERVER_ADDRESS",
     "METADATA_INSTANCE_ID",
+    "NRI_VERSION",
     "NotRegistered",
     "NriError",
+    "PROTOCOL",
     "Plugin",
     "RegistrationRefused",
     "RunResult",

@@ -21,7 +21,8 @@ from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from . import __version__
+from . import reflection
+from ._version import PROTOCOL, __version__
 from .errors import NotRegistered, RegistrationRefused, StatusError
 from .events import EVENT_OF_METHOD, HANDLER_NAMES, event_mask, event_name, event_names
 from .gen.nri.v1beta1 import plugin_service_pb2 as ps
@@ -46,6 +47,11 @@ ENV_PLUGIN_ENDPOINT = "NRI_GRPC_PLUGIN_ENDPOINT"
 
 #: Call metadata key of the instance id a call is addressed to.
 METADATA_INSTANCE_ID = "nri-instance-id"
+
+#: What the SDK registers as RegisterPluginRequest.nri_version (shown by
+#: ``nrictl plugins``): "python-sdk v1beta1 nri-grpc/0.1.0", the form of the
+#: Go and Rust SDKs.
+NRI_VERSION = f"python-sdk {PROTOCOL} nri-grpc/{__version__}"
 
 _ERROR_DOMAIN = "nri.v1beta1"
 _DEFAULT_MAX_MESSAGE_SIZE = 4 << 20
@@ -667,7 +673,7 @@ class Plugin:
         req = rs.RegisterPluginRequest(
             plugin_name=self.name,
             plugin_idx=self.index,
-            nri_version=f"python-sdk {__version__}",
+            nri_version=NRI_VERSION,
             endpoint=self.endpoint,
             capabilities=self.capabilities,
             plugin_version=self._plugin_version,
@@ -720,10 +726,12 @@ class Plugin:
                 )
                 s.instance = reg.instance_id
                 self._instance = s.instance
-            self._current, self._registered = s, reg
-            self._notify()
+            # Health first: by the time `registered` is set (and
+            # wait_registered returns), health says SERVING.
             res.registered = True
             await self._set_health(health_pb2.HealthCheckResponse.SERVING)
+            self._current, self._registered = s, reg
+            self._notify()
             self._log.info(
                 "registered: instance %s, server %s, runtime %s, identity %s, events %s",
                 reg.instance_id,
@@ -746,13 +754,15 @@ class Plugin:
             raise
         finally:
             self._pending = None
-            self._end()
-            res.shutdown = self._shutdown
+            # Health first: by the time `registered` is None (and
+            # wait_registered's waiters wake), health says NOT_SERVING.
             if res.registered:
                 try:
                     await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
                 except Exception:  # pragma: no cover
                     pass
+            self._end()
+            res.shutdown = self._shutdown
             await channel.close()
         return res
 
@@ -771,6 +781,9 @@ class Plugin:
         ps_grpc.add_PluginServiceServicer_to_server(_Servicer(self), server)
         self._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        # Reflection, with the proto comments: grpcurl lists, describes and
+        # calls the plugin without a protoset.
+        reflection.add_to_server(server, (_PLUGIN_SERVICE, health.SERVICE_NAME))
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self._bind(server)
         await server.start()
