@@ -145,6 +145,23 @@ clients-nrid:
 	@mkdir -p $(dir $(CLIENTS_NRID))
 	$(GO) build -o $(CLIENTS_NRID) ./cmd/nrid
 
+# The version stamp of `make build` (internal/version): this checkout's
+# commit, whether it has uncommitted changes, and its tag when HEAD is
+# tagged. Go records the commit by itself only in a plain clone (not in a git
+# worktree, not with -buildvcs=false); the stamp works everywhere. Outside a
+# git checkout it stamps nothing.
+VERSION_PKG := github.com/nri-grpc/nri-grpc/internal/version
+GIT_COMMIT = $(shell git rev-parse HEAD 2>/dev/null || true)
+GIT_TAG = $(shell git describe --tags --exact-match HEAD 2>/dev/null || true)
+GIT_DIRTY = $(shell if [[ -n "$$(git status --porcelain 2>/dev/null || true)" ]]; then echo true; else echo false; fi)
+VERSION_LDFLAGS = $(if $(GIT_COMMIT),-X $(VERSION_PKG).stampCommit=$(GIT_COMMIT) -X $(VERSION_PKG).stampModified=$(GIT_DIRTY)) $(if $(GIT_TAG),-X $(VERSION_PKG).stampVersion=$(GIT_TAG))
+
+.PHONY: build
+build: ## Build nrid and nrictl into .tmp/bin, stamped with this checkout's commit, dirty flag and tag (nrid --version)
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/nrid ./cmd/nrictl
+	$(BIN)/nrid --version
+
 .PHONY: clean
 clean: ## Remove .tmp/, tools/node_modules/ and the clients' venv, node_modules and builds (not the committed generated code)
 	rm -rf .tmp tools/node_modules $(PY_VENV) $(TS_DIR)/node_modules $(TS_DIR)/dist $(TS_DIR)/dist-test

@@ -184,7 +184,12 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
 }
 
-// WithPluginVersion sets the plugin's own version, shown by AdminService.
+// WithPluginVersion sets the plugin's own version, shown by AdminService
+// (`nrictl plugins -wide`). Without it the SDK reports the plugin binary's
+// build: its main module's version ("v1.2.0", or the pseudo-version Go
+// records from the VCS), or "devel+" and the commit it was built from
+// (".dirty" with uncommitted changes); nothing when the build recorded
+// neither (go run, -buildvcs=false).
 func WithPluginVersion(v string) Option {
 	return func(o *options) { o.pluginVersion = v }
 }

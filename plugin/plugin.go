@@ -81,62 +81,12 @@ type syncPages struct {
 // NRI_GRPC_PLUGIN_IDX, from WithName and WithIndex, or from the binary's
 // name when it is "NN-name".
 func New(impl any, opts ...Option) (*Plugin, error) {
-	if impl == nil {
-		return nil, errors.New("plugin: nil implementation")
+	if err := checkImpl(impl); err != nil {
+		return nil, err
 	}
-	if _, ok := impl.(nriv1beta1.UnsafePluginServiceServer); ok {
-		return nil, fmt.Errorf("plugin: %T embeds the generated PluginService server, which implements every handler; "+
-			"implement only the handler interfaces of package plugin", impl)
-	}
-	o := options{
-		serverAddress: DefaultServerAddress,
-		socketDir:     DefaultSocketDir,
-		backoffMin:    100 * time.Millisecond,
-		backoffMax:    10 * time.Second,
-		updateTimeout: 10 * time.Second,
-	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	if err := o.check(); err != nil {
-		return nil, fmt.Errorf("plugin: %w", err)
-	}
-	if v := os.Getenv(EnvPluginName); v != "" {
-		o.name = v
-	}
-	if v := os.Getenv(EnvPluginIndex); v != "" {
-		o.index = v
-	}
-	if v := os.Getenv(EnvServerAddress); v != "" {
-		o.serverAddress = v
-	}
-	if v := os.Getenv(EnvPluginEndpoint); v != "" {
-		o.endpoint = v
-	}
-	if o.name == "" || o.index == "" {
-		base := filepath.Base(os.Args[0])
-		if idx, name, ok := ParseName(base); ok {
-			if o.index == "" {
-				o.index = idx
-			}
-			if o.name == "" {
-				o.name = name
-			}
-		} else if o.name == "" && o.index != "" {
-			o.name = base
-		}
-	}
-	if err := CheckName(o.name); err != nil {
-		return nil, fmt.Errorf("plugin: %w (set it with WithName, -name or %s)", err, EnvPluginName)
-	}
-	if err := CheckIndex(o.index); err != nil {
-		return nil, fmt.Errorf("plugin: %w (set it with WithIndex, -idx or %s)", err, EnvPluginIndex)
-	}
-
-	if o.log == nil {
-		o.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	o, err := resolve(opts)
+	if err != nil {
+		return nil, err
 	}
 	h, mask := setup(impl)
 	if mask == 0 {
@@ -154,52 +104,151 @@ func New(impl any, opts ...Option) (*Plugin, error) {
 	}
 	p.serverUID.Store(-1)
 	p.log = o.log.With("plugin", p.full)
+	if err := p.setTargets(); err != nil {
+		return nil, err
+	}
+	p.caps = capabilities(impl, h, o)
+	p.timeouts = o.timeouts.proto()
+	return p, nil
+}
 
+// checkImpl refuses what cannot be a plugin implementation.
+func checkImpl(impl any) error {
+	if impl == nil {
+		return errors.New("plugin: nil implementation")
+	}
+	if _, ok := impl.(nriv1beta1.UnsafePluginServiceServer); ok {
+		return fmt.Errorf("plugin: %T embeds the generated PluginService server, which implements every handler; "+
+			"implement only the handler interfaces of package plugin", impl)
+	}
+	return nil
+}
+
+// resolve applies opts over the defaults, checks them, applies the
+// launcher's environment (which takes precedence), and settles the name,
+// the index, the logger and the plugin version.
+func resolve(opts []Option) (options, error) {
+	o := options{
+		serverAddress: DefaultServerAddress,
+		socketDir:     DefaultSocketDir,
+		backoffMin:    100 * time.Millisecond,
+		backoffMax:    10 * time.Second,
+		updateTimeout: 10 * time.Second,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if err := o.check(); err != nil {
+		return o, fmt.Errorf("plugin: %w", err)
+	}
+	for env, dst := range map[string]*string{
+		EnvPluginName:     &o.name,
+		EnvPluginIndex:    &o.index,
+		EnvServerAddress:  &o.serverAddress,
+		EnvPluginEndpoint: &o.endpoint,
+	} {
+		if v := os.Getenv(env); v != "" {
+			*dst = v
+		}
+	}
+	o.nameFromBinary(filepath.Base(os.Args[0]))
+	if err := CheckName(o.name); err != nil {
+		return o, fmt.Errorf("plugin: %w (set it with WithName, -name or %s)", err, EnvPluginName)
+	}
+	if err := CheckIndex(o.index); err != nil {
+		return o, fmt.Errorf("plugin: %w (set it with WithIndex, -idx or %s)", err, EnvPluginIndex)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if o.pluginVersion == "" {
+		// The plugin binary's own build: its module version, or the commit
+		// it was built from.
+		if v := version.Main(); v.Version != "" || v.Commit != "" {
+			o.pluginVersion = v.String()
+		}
+	}
+	return o, nil
+}
+
+// nameFromBinary fills a missing name or index from the binary's name
+// ("NN-name"); a binary named otherwise gives its name to a plugin with an
+// index and no name.
+func (o *options) nameFromBinary(base string) {
+	if o.name != "" && o.index != "" {
+		return
+	}
+	if idx, name, ok := ParseName(base); ok {
+		if o.index == "" {
+			o.index = idx
+		}
+		if o.name == "" {
+			o.name = name
+		}
+	} else if o.name == "" && o.index != "" {
+		o.name = base
+	}
+}
+
+// setTargets parses nrid's address and the plugin's endpoint.
+func (p *Plugin) setTargets() error {
+	o := &p.opts
 	var err error
 	if p.server, err = parseTarget(o.serverAddress); err != nil {
-		return nil, fmt.Errorf("plugin: server address: %w", err)
+		return fmt.Errorf("plugin: server address: %w", err)
 	}
 	if !p.server.unix && o.tlsDial == nil {
-		return nil, fmt.Errorf("plugin: server address %q is TCP and needs WithTLS", o.serverAddress)
+		return fmt.Errorf("plugin: server address %q is TCP and needs WithTLS", o.serverAddress)
 	}
 	ep := o.endpoint
 	if ep == "" {
 		ep = filepath.Join(o.socketDir, p.full+".sock")
 	}
 	if p.endpoint, err = parseTarget(ep); err != nil {
-		return nil, fmt.Errorf("plugin: endpoint: %w", err)
+		return fmt.Errorf("plugin: endpoint: %w", err)
 	}
 	if p.endpoint.unix && len(p.endpoint.addr) > sockets.MaxPathLen {
-		return nil, fmt.Errorf("plugin: endpoint %q is longer than the %d bytes of a unix socket path", p.endpoint.addr, sockets.MaxPathLen)
+		return fmt.Errorf("plugin: endpoint %q is longer than the %d bytes of a unix socket path", p.endpoint.addr, sockets.MaxPathLen)
 	}
 	if !p.endpoint.unix && o.tlsServe == nil {
-		return nil, fmt.Errorf("plugin: endpoint %q is TCP and needs WithTLS", ep)
+		return fmt.Errorf("plugin: endpoint %q is TCP and needs WithTLS", ep)
 	}
+	return nil
+}
 
+// capabilities are what the plugin declares: from the options and from
+// what impl implements.
+func capabilities(impl any, h handlers, o options) *nriv1beta1.Capabilities {
 	dry := o.dryRun
 	if d, ok := impl.(DryRunner); ok && d.SupportsDryRun() {
 		dry = true
 	}
-	p.caps = &nriv1beta1.Capabilities{
+	return &nriv1beta1.Capabilities{
 		MaxConcurrentCalls: o.maxConcurrent,
 		DryRun:             dry,
 		MaxMessageSize:     o.maxMessageSize,
 		Resync:             o.resync || h.resync != nil,
 	}
-	if t := o.timeouts; t != nil {
-		pt := &nriv1beta1.Timeouts{}
-		if t.Request > 0 {
-			pt.Request = durationpb.New(t.Request)
-		}
-		if t.Synchronize > 0 {
-			pt.Synchronize = durationpb.New(t.Synchronize)
-		}
-		for _, e := range nri.MaskEvents(nri.EventMask(keys(t.Events)...)) {
-			pt.Events = append(pt.Events, &nriv1beta1.EventTimeout{Event: e, Timeout: durationpb.New(t.Events[e])})
-		}
-		p.timeouts = pt
+}
+
+// proto is t as registered; nil for nil.
+func (t *Timeouts) proto() *nriv1beta1.Timeouts {
+	if t == nil {
+		return nil
 	}
-	return p, nil
+	pt := &nriv1beta1.Timeouts{}
+	if t.Request > 0 {
+		pt.Request = durationpb.New(t.Request)
+	}
+	if t.Synchronize > 0 {
+		pt.Synchronize = durationpb.New(t.Synchronize)
+	}
+	for _, e := range nri.MaskEvents(nri.EventMask(keys(t.Events)...)) {
+		pt.Events = append(pt.Events, &nriv1beta1.EventTimeout{Event: e, Timeout: durationpb.New(t.Events[e])})
+	}
+	return pt
 }
 
 func keys[K comparable, V any](m map[K]V) []K {

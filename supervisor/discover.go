@@ -118,9 +118,27 @@ func CheckName(name string) error {
 // A missing dir yields no plugins and no error. Any other failure to read dir
 // is returned as the only error.
 func Discover(dir, confDir string) ([]Plugin, []error) {
+	return discover(dir, confDir, false)
+}
+
+// Survey is Discover for a configuration check (nrid --check): it finds the
+// same plugins, and reports every entry of dir that will not be launched,
+// each as a *DiscoveryError saying why, including those Discover skips
+// silently (directories, files that are not regular, files without an
+// executable bit). A missing dir is reported as a *DiscoveryError for dir
+// itself.
+func Survey(dir, confDir string) ([]Plugin, []error) {
+	return discover(dir, confDir, true)
+}
+
+// discover is Discover, and with all Survey.
+func discover(dir, confDir string, all bool) ([]Plugin, []error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if all {
+				return nil, []error{&DiscoveryError{Path: dir, Err: errors.New("the plugin directory does not exist: nothing to launch")}}
+			}
 			return nil, nil
 		}
 		return nil, []error{fmt.Errorf("discover plugins in %s: %w", dir, err)}
@@ -131,42 +149,66 @@ func Discover(dir, confDir string) ([]Plugin, []error) {
 		errs    []error
 	)
 	for _, e := range entries {
-		file := e.Name()
-		path := filepath.Join(dir, file)
-
-		fi, err := os.Stat(path) // follow symbolic links
-		if err != nil {
-			// Report only what claims to be a plugin; a file removed since
-			// ReadDir is simply gone.
-			dangling := e.Type()&fs.ModeSymlink != 0
-			if _, _, perr := ParseName(file); perr == nil && (dangling || !errors.Is(err, fs.ErrNotExist)) {
-				errs = append(errs, &DiscoveryError{Path: path, Err: err})
-			}
-			continue
+		p, err := examine(dir, confDir, e, all)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case p != nil:
+			plugins = append(plugins, *p)
 		}
-		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			continue
-		}
-
-		index, name, err := ParseName(file)
-		if err != nil {
-			errs = append(errs, &DiscoveryError{Path: path, Err: err})
-			continue
-		}
-
-		cfg, err := readConfig(confDir, index, name)
-		if err != nil {
-			errs = append(errs, &DiscoveryError{Path: path, Err: err})
-			continue
-		}
-
-		plugins = append(plugins, Plugin{Index: index, Name: name, Path: path, Config: cfg})
 	}
 
 	slices.SortFunc(plugins, func(a, b Plugin) int {
 		return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Name, b.Name))
 	})
 	return plugins, errs
+}
+
+// examine looks at one entry of the plugin directory: the plugin it is, or
+// the *DiscoveryError that skips it, or neither for an entry skipped
+// silently (all reports those too).
+func examine(dir, confDir string, e fs.DirEntry, all bool) (*Plugin, error) {
+	file := e.Name()
+	path := filepath.Join(dir, file)
+	skip := func(err error) (*Plugin, error) { return nil, &DiscoveryError{Path: path, Err: err} }
+
+	fi, err := os.Stat(path) // follow symbolic links
+	if err != nil {
+		// Report only what claims to be a plugin; a file removed since
+		// ReadDir is simply gone.
+		dangling := e.Type()&fs.ModeSymlink != 0
+		if _, _, perr := ParseName(file); all || perr == nil && (dangling || !errors.Is(err, fs.ErrNotExist)) {
+			return skip(err)
+		}
+		return nil, nil
+	}
+	switch {
+	case fi.IsDir():
+		if all {
+			return skip(errors.New("a directory, not a plugin executable"))
+		}
+		return nil, nil
+	case !fi.Mode().IsRegular():
+		if all {
+			return skip(fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
+		}
+		return nil, nil
+	case fi.Mode().Perm()&0o111 == 0:
+		if all {
+			return skip(fmt.Errorf("not executable (mode %#o)", fi.Mode().Perm()))
+		}
+		return nil, nil
+	}
+
+	index, name, err := ParseName(file)
+	if err != nil {
+		return skip(err)
+	}
+	cfg, err := readConfig(confDir, index, name)
+	if err != nil {
+		return skip(err)
+	}
+	return &Plugin{Index: index, Name: name, Path: path, Config: cfg}, nil
 }
 
 // readConfig reads a plugin's drop-in configuration: "<index>-<name>.conf",

@@ -182,3 +182,69 @@ func TestDiscoverUnreadableDir(t *testing.T) {
 		t.Errorf("Discover(a file) = %v, %v; want one error", plugins, errs)
 	}
 }
+
+// TestSurveyReportsEverySkippedFile: Survey finds what Discover finds and
+// names every other entry with the reason it is skipped, the ones Discover
+// skips silently included; a missing directory is reported too.
+func TestSurveyReportsEverySkippedFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("10-good", 0o755)
+	write("20-noexec", 0o644)
+	write("README", 0o644)
+	write("bad-name", 0o755)
+	if err := os.Mkdir(filepath.Join(dir, "30-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "40-gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "README"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+
+	found, silent := Discover(dir, "")
+	plugins, errs := Survey(dir, "")
+	if len(plugins) != 1 || plugins[0].FullName() != "10-good" || len(found) != 1 {
+		t.Fatalf("Survey found %v, Discover %v; want 10-good only", plugins, found)
+	}
+	want := map[string]string{
+		"20-noexec": "not executable (mode 0644)",
+		"README":    "not executable (mode 0644)",
+		"link":      "not executable (mode 0644)",
+		"bad-name":  `invalid plugin index "bad"`,
+		"30-dir":    "a directory",
+		"40-gone":   "no such file or directory",
+	}
+	got := map[string]string{}
+	for _, err := range errs {
+		var de *DiscoveryError
+		if !errors.As(err, &de) {
+			t.Fatalf("%v is not a *DiscoveryError", err)
+		}
+		got[filepath.Base(de.Path)] = err.Error()
+	}
+	for file, reason := range want {
+		if !strings.Contains(got[file], reason) {
+			t.Errorf("%s: got %q, want the reason %q", file, got[file], reason)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("Survey reported %d files, want %d: %v", len(got), len(want), got)
+	}
+	// Discover reports only the executables with bad names and the dangling
+	// plugin link, as before.
+	if len(silent) != 2 {
+		t.Errorf("Discover reported %v, want bad-name and 40-gone", silent)
+	}
+
+	_, errs = Survey(filepath.Join(dir, "missing"), "")
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "does not exist") {
+		t.Errorf("missing dir: %v", errs)
+	}
+}

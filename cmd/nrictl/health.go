@@ -45,18 +45,22 @@ func runHealth(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
+// runVersion prints nrictl's build: version, commit, whether the tree was
+// modified, Go version and protocol (internal/version).
 func runVersion(_ context.Context, g *globals, args []string) error {
 	fs := g.flags("version", "version")
 	if err := parse(fs, g, args); err != nil {
 		return err
 	}
+	info := version.Get()
 	if g.json() {
-		v, err := structpb.NewStruct(map[string]any{"nrictl": version.Server(), "protocol": version.Protocol})
+		fields := info.Fields()
+		fields["nrictl"] = info.String()
+		v, err := structpb.NewStruct(fields)
 		if err != nil {
 			return err
 		}
 		return printJSON(g.stdout, v)
 	}
-	_, err := fmt.Fprintf(g.stdout, "nrictl %s\nprotocol %s\n", version.Server(), version.Protocol)
-	return err
+	return info.Write(g.stdout, "nrictl")
 }

@@ -8,7 +8,7 @@
 //	nrictl dry-run            evaluate a CreateContainer/UpdateContainer with dry-run plugins
 //	nrictl simulate           drive a synthetic pod lifecycle through the plugins
 //	nrictl health             gRPC health of nrid (for probes)
-//	nrictl version            the nrictl version
+//	nrictl version            version, commit and Go version of nrictl (also --version)
 //
 // Output is a readable table by default and protojson with -o json.
 package main
@@ -77,6 +77,7 @@ type globals struct {
 	timeout time.Duration
 	stdout  io.Writer
 	stderr  io.Writer
+	command string // the command running
 }
 
 // flags returns the flag set of a command with the global flags on it, so
@@ -115,7 +116,7 @@ var commands = []command{
 	{"simulate", "simulate [-pods N] [-containers M] [-name NAME] [-annotation k=v]...",
 		"drive synthetic pods through a whole lifecycle (refused while a runtime is attached)", runSimulate},
 	{"health", "health [-service S] [-live]", "check nrid's gRPC health (exit status 0 when serving)", runHealth},
-	{"version", "version", "print the nrictl version", runVersion},
+	{"version", "version", "print the version, commit and Go version of nrictl (also --version)", runVersion},
 }
 
 // run is nrictl without the process around it.
@@ -125,12 +126,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		g.socket = s
 	}
 	fs := g.flags("[flags] <command>", "[flags] <command> [command flags]")
+	showVersion := fs.Bool("version", false, "print the version (as the version command) and exit")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err.Error()}
+	}
+	if *showVersion {
+		g.command = "version"
+		return runVersion(ctx, g, fs.Args())
 	}
 	if fs.NArg() == 0 {
 		usage(fs)
@@ -141,6 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if c.name != name {
 			continue
 		}
+		g.command = c.name
 		err := c.run(ctx, g, fs.Args()[1:])
 		if err != nil && !errors.As(err, new(usageError)) && !errors.As(err, new(quietError)) && !errors.Is(err, flag.ErrHelp) {
 			err = explain(err, g.socket)

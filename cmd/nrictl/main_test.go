@@ -516,7 +516,7 @@ func TestHealth(t *testing.T) {
 
 func TestCommandLine(t *testing.T) {
 	n := startNrid(t)
-	contains(t, "version", n.must("version"), "nrictl ", "protocol v1beta1")
+	contains(t, "version", n.must("version"), "nrictl ", "protocol  v1beta1")
 	var v map[string]any
 	if err := json.Unmarshal([]byte(n.must("version", "-o", "json")), &v); err != nil || v["protocol"] != "v1beta1" {
 		t.Errorf("version JSON: %v %v", v, err)

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/nri-grpc/nri-grpc/auth"
 	"github.com/nri-grpc/nri-grpc/bridge"
@@ -30,12 +29,10 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/flowctl"
 	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
-	"github.com/nri-grpc/nri-grpc/internal/handover"
 	"github.com/nri-grpc/nri-grpc/internal/metrics"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/internal/telemetry"
-	"github.com/nri-grpc/nri-grpc/internal/version"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/supervisor"
 	"github.com/nri-grpc/nri-grpc/transport"
@@ -165,7 +162,10 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 		nriv1beta1.RegisterAdaptationServiceServer(reg, as)
 		nriv1beta1.RegisterAdminServiceServer(reg, admin)
 		healthpb.RegisterHealthServer(g, d.health)
-		if err := apidesc.RegisterReflection(g, withAPI{g}); err != nil {
+		// Reflection lists what g serves, nothing else; describing a
+		// symbol (nri.v1beta1.PluginService, which plugins serve) still
+		// works for every nri.v1beta1 file.
+		if err := apidesc.RegisterReflection(g, g); err != nil {
 			return nil, err
 		}
 		return g, nil
@@ -292,257 +292,6 @@ func (d *daemon) listen(in *inherited) (_ *listeners, err error) {
 		}
 	}
 	return l, nil
-}
-
-// serve listens, serves until ctx is done or a listener fails, and stops
-// gracefully. With --takeover it first takes the sockets and the runtime
-// connection of the running nrid, if there is one (takeover.go); and it
-// hands its own over when a new nrid asks.
-func (d *daemon) serve(ctx context.Context) error {
-	// serveCtx ends with the signal, a failed listener or a takeover.
-	ctx, endServe := context.WithCancel(ctx)
-	defer endServe()
-	var in *inherited
-	if d.takeover {
-		var err error
-		if in, err = d.takeOver(ctx); err != nil {
-			_ = d.tracer.Shutdown(context.Background())
-			return err
-		}
-	}
-	l, err := d.listen(in)
-	if err != nil {
-		if in != nil {
-			in.taken.Refuse(err)
-		}
-		_ = d.tracer.Shutdown(context.Background())
-		return err
-	}
-	errc := make(chan error, 3) // one per listener
-	go func() { errc <- serveGRPC(d.unix, l.unix) }()
-	if d.tcp != nil {
-		go func() { errc <- serveGRPC(d.tcp, l.tcp) }()
-	}
-	metricsCtx, stopMetrics := context.WithCancel(context.Background())
-	metricsDone := make(chan struct{})
-	if d.mx != nil {
-		go func() {
-			defer close(metricsDone)
-			if err := d.mx.ServeListener(metricsCtx, l.metrics); err != nil {
-				errc <- err
-			}
-		}()
-	} else {
-		close(metricsDone)
-	}
-
-	// The restart gate: the plugins registered before a restart get
-	// restart_grace to register again before nrid attaches to the runtime
-	// and reports SERVING. After a takeover the runtime stays attached and
-	// its events wait for them instead (server.HoldEvents).
-	var (
-		ros  *roster
-		gate []rosterEntry
-	)
-	if dir := d.cfg.Server.StateDir; dir != "" {
-		if ros, err = newRoster(dir, d.log); err != nil {
-			d.log.Error("restart gate disabled", "error", err)
-		} else if gate, err = ros.load(); err != nil {
-			d.log.Warn("restart gate: the list of registered plugins is unreadable; not waiting for any", "error", err)
-			gate = nil
-		}
-	}
-	grace := d.cfg.Server.RestartGrace.D()
-	gated := len(gate) > 0 && grace > 0
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	if gated || d.cfg.Runtime.Required {
-		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
-	} else {
-		d.setHealth(healthpb.HealthCheckResponse_SERVING)
-	}
-
-	var sup *supervisor.Supervisor
-	if d.cfg.Launch.PluginDir != "" || d.cfg.Bridge.ClassicPluginDir != "" {
-		sup = supervisor.New(supervisor.WithLogger(d.log))
-	}
-	bridgeCtx, stopBridgeCtx := context.WithCancel(ctx)
-	var bridges sync.WaitGroup
-	stopBridge := func() { stopBridgeCtx(); bridges.Wait() }
-	ps, err := d.startBridgePlugins(bridgeCtx, &bridges, l)
-	if err == nil {
-		d.rs, err = d.newBridgeRuntime()
-	}
-	if err != nil {
-		if in != nil {
-			in.taken.Refuse(err)
-		}
-		stopBridge()
-		d.stop(sup)
-		stopMetrics()
-		<-metricsDone
-		return err
-	}
-
-	// Taking over: the runtime connection continues here; the old nrid
-	// stops once told, and its plugins register here again.
-	oldGone := make(chan struct{})
-	heldDone := make(chan struct{}) // the takeover's hold is over
-	if in != nil {
-		// Events wait for the old nrid's plugins from the first one read.
-		if gated {
-			d.srv.HoldEvents(rosterNames(gate), time.Now().Add(grace))
-		}
-		adopted, err := d.adoptRuntime(ctx, in, d.rs)
-		if err != nil {
-			d.srv.HoldEvents(nil, time.Time{})
-			in.taken.Refuse(err)
-			stopBridge()
-			d.stop(sup)
-			stopMetrics()
-			<-metricsDone
-			return fmt.Errorf("takeover: %w", err)
-		}
-		in.taken.Close() // descriptors not used
-		gone, err := in.taken.Accept()
-		if err != nil {
-			d.log.Error("takeover: telling the old nrid", "error", err)
-			close(oldGone)
-		} else {
-			go func() { <-gone; close(oldGone) }()
-		}
-		d.log.Info("takeover: took over from the running nrid", "runtime_connection", adopted)
-		switch {
-		case !adopted:
-			// Nothing to hold events on: the gate as after a restart.
-			d.srv.HoldEvents(nil, time.Time{})
-			close(heldDone)
-		case gated:
-			gated = false
-			go func() {
-				defer close(heldDone)
-				d.awaitRestart(ctx, gate, grace)
-			}()
-		default:
-			close(heldDone)
-		}
-	} else {
-		close(oldGone)
-		close(heldDone)
-	}
-
-	// The old nrid's launched plugins stop before this one launches its own.
-	launchDone := make(chan struct{})
-	go func() {
-		defer close(launchDone)
-		select {
-		case <-oldGone:
-		case <-ctx.Done():
-			return
-		}
-		d.launch(ctx, sup, ps)
-	}()
-
-	attrs := []any{"socket", d.cfg.Server.Socket, "version", version.Server(), "runtime_required", d.cfg.Runtime.Required}
-	if d.tcp != nil {
-		attrs = append(attrs, "tcp", l.tcp.Addr().String())
-	}
-	if l.metrics != nil {
-		attrs = append(attrs, "metrics", l.metrics.Addr().String())
-	}
-	d.log.Info("serving", attrs...)
-
-	if gated {
-		d.awaitRestart(ctx, gate, grace)
-	}
-	keepDone := make(chan struct{})
-	if ros != nil {
-		// After a takeover, the roster is the old nrid's until its plugins
-		// are back or the bound passed.
-		go func() {
-			select {
-			case <-heldDone:
-				ros.keep(watchCtx, d.srv, keepDone)
-			case <-watchCtx.Done():
-				close(keepDone)
-			}
-		}()
-	} else {
-		close(keepDone)
-	}
-	if d.cfg.Runtime.Required {
-		go d.watchRuntime(watchCtx)
-	} else {
-		d.setHealth(healthpb.HealthCheckResponse_SERVING)
-	}
-	if d.rs != nil {
-		bridges.Go(func() { _ = d.rs.Run(bridgeCtx) })
-		d.log.Info("bridge runtime side enabled", "runtime_socket", d.cfg.Bridge.RuntimeSocket)
-	}
-
-	// The handover socket, for the next takeover: once the old nrid is
-	// gone (its own socket file goes with it).
-	var (
-		hs      *handoverServer
-		takenBy *net.UnixConn
-	)
-	hsReady := make(chan *handoverServer, 1)
-	go func() {
-		select {
-		case <-oldGone:
-		case <-ctx.Done():
-			hsReady <- nil
-			return
-		}
-		h, err := d.listenHandover(l)
-		if err != nil {
-			d.log.Warn("no takeover possible", "error", err)
-		} else if h != nil {
-			go h.serve(ctx)
-		}
-		hsReady <- h
-	}()
-
-	var serveErr error
-	var taken <-chan *net.UnixConn
-	for waiting := true; waiting; {
-		select {
-		case <-ctx.Done():
-			waiting = false
-		case serveErr = <-errc:
-			d.log.Error("a listener failed; stopping", "error", serveErr)
-			waiting = false
-		case hs = <-hsReady:
-			hsReady = nil
-			if hs != nil {
-				taken = hs.taken
-			}
-		case takenBy = <-taken:
-			waiting = false
-		}
-	}
-	endServe()
-	if hs != nil {
-		_ = hs.lis.Close()
-	}
-	if takenBy != nil {
-		// The new nrid serves the sockets now: they stay where they are.
-		l.unix.SetUnlinkOnClose(false)
-		if l.classic != nil {
-			l.classic.SetUnlinkOnClose(false)
-		}
-	}
-	stopWatch()
-	<-keepDone // the roster stays the set from before the stop
-	stopBridge()
-	<-launchDone
-	d.stop(sup)
-	stopMetrics() // last: the metrics of the stop are still served
-	<-metricsDone
-	if takenBy != nil {
-		handover.Bye(takenBy)
-	}
-	return serveErr
 }
 
 // rosterNames are the plugins of entries.
@@ -707,29 +456,4 @@ func (d *daemon) watchRuntime(ctx context.Context) {
 		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
 		d.log.Warn("runtime detached: not serving until it attaches again")
 	}
-}
-
-// withAPI advertises the nri.v1beta1 services through reflection next to
-// the services the server really registered (PluginService is served by
-// plugins, not by nrid, but describing it helps plugin authors).
-type withAPI struct{ srv *grpc.Server }
-
-// GetServiceInfo implements reflection.ServiceInfoProvider.
-func (w withAPI) GetServiceInfo() map[string]grpc.ServiceInfo {
-	out := w.srv.GetServiceInfo()
-	for _, fd := range []protoreflect.FileDescriptor{
-		nriv1beta1.File_nri_v1beta1_runtime_service_proto,
-		nriv1beta1.File_nri_v1beta1_adaptation_service_proto,
-		nriv1beta1.File_nri_v1beta1_admin_service_proto,
-		nriv1beta1.File_nri_v1beta1_plugin_service_proto,
-	} {
-		svcs := fd.Services()
-		for i := 0; i < svcs.Len(); i++ {
-			sd := svcs.Get(i)
-			if _, ok := out[string(sd.FullName())]; !ok {
-				out[string(sd.FullName())] = grpc.ServiceInfo{Metadata: fd.Path()}
-			}
-		}
-	}
-	return out
 }

@@ -21,11 +21,14 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 )
 
+// wantServices are the services nrid serves, and so what reflection lists
+// (sorted). PluginService is not among them: plugins serve it.
 var wantServices = []string{
 	"grpc.health.v1.Health",
+	"grpc.reflection.v1.ServerReflection",
+	"grpc.reflection.v1alpha.ServerReflection",
 	"nri.v1beta1.AdaptationService",
 	"nri.v1beta1.AdminService",
-	"nri.v1beta1.PluginService",
 	"nri.v1beta1.RuntimeService",
 }
 
@@ -59,30 +62,50 @@ func TestDefaultsWithoutConfigFile(t *testing.T) {
 	must(t, err == nil, "ListPlugins: %v", err)
 }
 
-func TestReflectionListsEveryService(t *testing.T) {
+// TestReflectionListsExactlyWhatIsServed: reflection lists the services
+// nrid serves, no more (PluginService, which plugins serve, is not listed:
+// calling it on nrid would be UNIMPLEMENTED), and still describes
+// PluginService for plugin authors.
+func TestReflectionListsExactlyWhatIsServed(t *testing.T) {
 	n := startNrid(t, "")
 	stream, err := reflectionv1.NewServerReflectionClient(n.conn(t)).ServerReflectionInfo(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Send(&reflectionv1.ServerReflectionRequest{
-		MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{},
-	}); err != nil {
-		t.Fatal(err)
+	ask := func(req *reflectionv1.ServerReflectionRequest) *reflectionv1.ServerReflectionResponse {
+		t.Helper()
+		if err := stream.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		rsp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rsp
 	}
-	rsp, err := stream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rsp := ask(&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{}})
 	var got []string
 	for _, s := range rsp.GetListServicesResponse().GetService() {
-		if !strings.HasPrefix(s.GetName(), "grpc.reflection.") {
-			got = append(got, s.GetName())
-		}
+		got = append(got, s.GetName())
 	}
 	sort.Strings(got)
 	if strings.Join(got, ",") != strings.Join(wantServices, ",") {
 		t.Fatalf("reflection lists %v, want %v", got, wantServices)
+	}
+	rsp = ask(&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_FileContainingSymbol{
+		FileContainingSymbol: "nri.v1beta1.PluginService",
+	}})
+	if len(rsp.GetFileDescriptorResponse().GetFileDescriptorProto()) == 0 {
+		t.Errorf("PluginService cannot be described: %v", rsp)
+	}
+	// What is listed is served: every listed nri service answers (an
+	// error of its own, not UNIMPLEMENTED), and PluginService does not.
+	_, err = nriv1beta1.NewPluginServiceClient(n.conn(t)).Configure(testCtx(t), &nriv1beta1.ConfigureRequest{})
+	if status.Code(err) != codes.Unimplemented {
+		t.Errorf("PluginService/Configure on nrid: %v, want UNIMPLEMENTED", err)
+	}
+	if _, err := nriv1beta1.NewAdminServiceClient(n.conn(t)).ListPlugins(testCtx(t), &nriv1beta1.ListPluginsRequest{}); err != nil {
+		t.Errorf("AdminService/ListPlugins: %v", err)
 	}
 }
 
@@ -184,8 +207,15 @@ func TestGrpcurlListAndDescribe(t *testing.T) {
 		{"-protoset", protoset, "-unix", "-plaintext", sock}, // the built descriptor set
 	} {
 		list := grpcurl(t, append(src[:len(src):len(src)], "list")...)
-		for _, svc := range wantServices[1:] {
-			if !strings.Contains(list, svc) {
+		if src[0] != "-protoset" {
+			// Reflection lists exactly what nrid serves; the descriptor
+			// set has every service of the API, PluginService included.
+			if got := strings.Fields(list); strings.Join(got, ",") != strings.Join(wantServices, ",") {
+				t.Errorf("grpcurl list: %v, want %v", got, wantServices)
+			}
+		}
+		for _, svc := range []string{"nri.v1beta1.AdaptationService", "nri.v1beta1.AdminService", "nri.v1beta1.RuntimeService", "nri.v1beta1.PluginService"} {
+			if svc != "nri.v1beta1.PluginService" && !strings.Contains(list, svc) {
 				t.Errorf("grpcurl %v list: %s missing from\n%s", src, svc, list)
 			}
 			desc := grpcurl(t, append(src[:len(src):len(src)], "describe", svc)...)

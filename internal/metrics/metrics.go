@@ -404,19 +404,34 @@ func (m *Metrics) newSeries(label string) *pluginSeries {
 // until ctx ends; it then shuts the server down and returns nil. It returns
 // the error if it cannot listen or serving fails. The endpoint is opt-in:
 // nothing listens unless Serve is called.
-func (m *Metrics) Serve(ctx context.Context, address string) error {
+func (m *Metrics) Serve(ctx context.Context, address string, opts ...ServeOption) error {
 	var lc net.ListenConfig
 	lis, err := lc.Listen(ctx, "tcp", address)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	return m.ServeListener(ctx, lis)
+	return m.ServeListener(ctx, lis, opts...)
+}
+
+// ServeOption adds to what Serve and ServeListener serve.
+type ServeOption func(*http.ServeMux)
+
+// WithHandler serves h at pattern (an http.ServeMux pattern) beside
+// /metrics, on the same listener and with the same limits: nrid's HTTP
+// health probes, for example.
+func WithHandler(pattern string, h http.Handler) ServeOption {
+	return func(mux *http.ServeMux) { mux.Handle(pattern, h) }
 }
 
 // ServeListener is Serve on an open listener, which it closes.
-func (m *Metrics) ServeListener(ctx context.Context, lis net.Listener) error {
+func (m *Metrics) ServeListener(ctx context.Context, lis net.Listener, opts ...ServeOption) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.handler)
+	for _, o := range opts {
+		if o != nil {
+			o(mux)
+		}
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,

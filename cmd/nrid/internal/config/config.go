@@ -153,7 +153,8 @@ type Observability struct {
 	Tracing string `toml:"tracing"`
 	// OTLPEndpoint is the OTLP/gRPC collector ("localhost:4317").
 	OTLPEndpoint string `toml:"otlp_endpoint"`
-	// MetricsAddress, when set, serves Prometheus metrics on /metrics.
+	// MetricsAddress, when set, serves Prometheus metrics on /metrics and
+	// the HTTP health probes /readyz and /livez (internal/probe).
 	MetricsAddress string `toml:"metrics_address"`
 	// RedactValues replaces env and annotation values in dispatch records,
 	// logs and trace attributes.
