@@ -68,4 +68,3 @@ func invalid(field, format string, args ...any) error {
 	}
 	return st.Err()
 }
-
