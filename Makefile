@@ -63,8 +63,11 @@ TS_GEN := $(TS_DIR)/src/gen
 # nri.binpb as a module of the TypeScript SDK (for its reflection).
 TS_PROTOSET := $(TS_GEN)/nri/v1beta1/descriptor_set.ts
 PROTOC_GEN_ES := tools/node_modules/.bin/protoc-gen-es
+# Rust crate: its own copy of proto/ (build.rs compiles it), so that the
+# packaged crate builds from its directory alone (`make rust-proto`).
+RUST_PROTO := clients/rust/proto
 # Every committed generated tree `make check` compares.
-GEN_TREES := $(GEN_DIR)/ $(PY_GEN)/ $(TS_GEN)/
+GEN_TREES := $(GEN_DIR)/ $(PY_GEN)/ $(TS_GEN)/ $(RUST_PROTO)/
 # nrid as the Python and TypeScript tests run it (not .tmp/bin/nrid: other
 # work may use that one).
 CLIENTS_NRID := $(CURDIR)/.tmp/clients/nrid
@@ -168,8 +171,17 @@ clean: ## Remove .tmp/, tools/node_modules/ and the clients' venv, node_modules 
 
 ##@ Development
 
+# The Rust crate's vendored protos: proto/nri/v1beta1 copied verbatim, the
+# tree replaced from scratch (a proto removed upstream goes away here too).
+.PHONY: rust-proto
+rust-proto: ## Copy proto/nri/v1beta1 into clients/rust/proto (the crate's vendored copy; part of generate)
+	@echo "+ rust: copy proto/nri/v1beta1 to $(RUST_PROTO)"
+	rm -rf $(RUST_PROTO)
+	mkdir -p $(RUST_PROTO)/nri/v1beta1
+	cp proto/nri/v1beta1/*.proto $(RUST_PROTO)/nri/v1beta1/
+
 .PHONY: generate
-generate: $(BUF) $(PLUGINS) $(PROTOC_GEN_ES) $(PY_STAMP) ## Regenerate gen/go (with nri.binpb) and the Python and TypeScript clients' gen/ from proto/, from scratch
+generate: $(BUF) $(PLUGINS) $(PROTOC_GEN_ES) $(PY_STAMP) rust-proto ## Regenerate gen/go (with nri.binpb), the Python and TypeScript clients' gen/ and the Rust crate's proto copy from proto/, from scratch
 	@if [[ -z "$$(find proto -name '*.proto' -print -quit 2>/dev/null)" ]]; then
 	  echo "generate: no .proto files under proto/, nothing to generate"
 	  exit 0
@@ -412,11 +424,27 @@ RUST_DIR := clients/rust
 # included, otherwise the summary lists them as skipped with that reason.
 RUST_TEST_ARGS = $(if $(filter 0,$(shell id -u)),-- --include-ignored,)
 
-rust-test: clients-nrid $(TESTSUM) ## Rust SDK: rustfmt check and cargo test against a real nrid
+rust-test: clients-nrid $(GRPCURL) $(TESTSUM) ## Rust SDK: rustfmt check and cargo test against a real nrid (grpcurl against a plugin included)
 	@mkdir -p $(REPORT_DIR)
+	# The crate builds from its copy of the protos: a stale copy would test
+	# another protocol than nrid's (`make check` compares it too).
+	if ! diff -r proto/nri/v1beta1 $(RUST_PROTO)/nri/v1beta1 >/dev/null; then
+	  echo "rust-test: $(RUST_PROTO) differs from proto/: run 'make rust-proto' (or 'make generate')" >&2
+	  exit 1
+	fi
 	cd $(RUST_DIR)
 	$(CARGO) fmt --all --check
-	NRID_BIN=$(CLIENTS_NRID) $(CARGO) test --locked --workspace $(RUST_TEST_ARGS) 2>&1 | $(TESTSUM) cargo -suite rust-test -dir $(REPORT_DIR)
+	NRID_BIN=$(CLIENTS_NRID) GRPCURL=$(GRPCURL) $(CARGO) test --locked --workspace $(RUST_TEST_ARGS) 2>&1 | $(TESTSUM) cargo -suite rust-test -dir $(REPORT_DIR)
+
+# cargo package: the crate as crates.io would get it, verified by building
+# it alone from the .crate's contents (target/package/nri-grpc-VERSION),
+# with the versions of Cargo.lock; the dependencies' builds in target/ are
+# reused. --allow-dirty: it checks the working tree as it is (CI's is a fresh
+# clone); `cargo publish` itself still refuses uncommitted changes.
+.PHONY: package-rust
+package-rust: ## Rust SDK: cargo package, verified (the packaged crate builds alone, from its own files)
+	@cd $(RUST_DIR)
+	$(CARGO) package --locked --allow-dirty -p nri-grpc
 
 # Packages of the SDKs, in .tmp/dist, each checked (`make package`; CI's
 # package stage). Python: the wheel (pip wheel with the venv's pinned
@@ -427,7 +455,7 @@ rust-test: clients-nrid $(TESTSUM) ## Rust SDK: rustfmt check and cargo test aga
 DIST := $(CURDIR)/.tmp/dist
 
 .PHONY: package
-package: package-python package-ts ## Build and check the Python wheel and the npm tarball (.tmp/dist)
+package: package-python package-ts package-rust ## Build and check the Python wheel, the npm tarball (.tmp/dist) and the Rust crate (cargo package)
 
 .PHONY: package-python
 package-python: $(PY_STAMP) ## Build the Python SDK's wheel into .tmp/dist/python; install it into a fresh venv and check it

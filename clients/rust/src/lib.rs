@@ -3,14 +3,15 @@
 //! This crate has two parts:
 //!
 //! * [`v1beta1`]: the messages and gRPC stubs of `proto/nri/v1beta1/*.proto`
-//!   (prost + tonic), generated at build time by `build.rs` with protox (no
-//!   `protoc` needed): the clients and servers of `PluginService`,
-//!   `RuntimeService`, `AdaptationService` and `AdminService`.
+//!   (prost + tonic; the crate ships its copy of the protos), generated at
+//!   build time by `build.rs` with protox (no `protoc` needed): the clients
+//!   and servers of `PluginService`, `RuntimeService`, `AdaptationService`
+//!   and `AdminService`.
 //! * A plugin SDK: implement [`Handler`] for the events you want, build a
-//!   [`Plugin`] and `run` it. The SDK serves `PluginService` (and gRPC
-//!   health) on a unix socket, holds the registration session with nrid,
-//!   checks instance ids, authenticates incoming calls (nrid's uid and root
-//!   only), re-registers as soon as nrid is back when it restarts, accumulates
+//!   [`Plugin`] and `run` it. The SDK serves `PluginService` (and gRPC health
+//!   and reflection) on a unix socket, holds the registration session with
+//!   nrid, checks instance ids, authenticates incoming calls (nrid's uid and
+//!   root only), re-registers as soon as nrid is back when it restarts, accumulates
 //!   Synchronize pages, and handles resync and Shutdown (including
 //!   `SHUTDOWN_KIND_REPLACED`). [`Adjustment`] and [`Update`] build responses
 //!   with the classic removal-marker conventions.
@@ -49,6 +50,12 @@
 #[allow(missing_docs, clippy::all, clippy::pedantic, rustdoc::all)]
 pub mod v1beta1 {
     tonic::include_proto!("nri.v1beta1");
+
+    /// The encoded `FileDescriptorSet` of `nri.v1beta1` and its imports
+    /// (`google/protobuf/*`), with source info: the proto comments. The
+    /// plugin's gRPC reflection serves it (`grpcurl describe`); pass it to
+    /// `tonic_reflection` or `prost_reflect` for a server of your own.
+    pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/nri_v1beta1_descriptor_set.bin"));
 }
 
 mod adjust;
@@ -74,6 +81,38 @@ pub use plugin::{
 pub use tonic;
 pub use v1beta1::{Event, FailurePolicy, ShutdownKind};
 
-/// The version of this SDK, sent in `RegisterPluginRequest.nri_version`
-/// (`rust-sdk v1beta1 nri-grpc/VERSION`).
+/// The version of this SDK: the crate's version (Cargo's
+/// `CARGO_PKG_VERSION`), sent with [`PROTOCOL`] in
+/// `RegisterPluginRequest.nri_version` (`rust-sdk v1beta1 nri-grpc/VERSION`,
+/// see [`NRI_VERSION`]). The version policy is in the crate's README.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The NRI protocol this SDK speaks: the version of the `nri.v1beta1`
+/// package its code is generated from.
+pub const PROTOCOL: &str = "v1beta1";
+
+/// What the SDK sends in `RegisterPluginRequest.nri_version`: SDK, protocol
+/// and SDK version (`rust-sdk v1beta1 nri-grpc/0.1.0`), as nrid and
+/// `nrictl plugins -wide` show it.
+pub const NRI_VERSION: &str = concat!("rust-sdk v1beta1 nri-grpc/", env!("CARGO_PKG_VERSION"));
+
+#[cfg(test)]
+mod tests {
+    use prost::Message;
+
+    /// The version string is made of the SDK's parts, and PROTOCOL is the
+    /// package the code is generated from (the descriptor set's nri files).
+    #[test]
+    fn version_names_the_protocol_of_the_generated_code() {
+        assert_eq!(super::NRI_VERSION, format!("rust-sdk {} nri-grpc/{}", super::PROTOCOL, super::SDK_VERSION));
+        assert_eq!(super::SDK_VERSION, env!("CARGO_PKG_VERSION"));
+        let set = prost_types::FileDescriptorSet::decode(super::v1beta1::FILE_DESCRIPTOR_SET).unwrap();
+        let nri: Vec<_> = set.file.iter().filter(|f| f.name().starts_with("nri/")).collect();
+        let names: Vec<_> = set.file.iter().map(|f| f.name()).collect();
+        assert!(names.contains(&"nri/v1beta1/plugin_service.proto"), "{names:?}");
+        for f in nri {
+            assert_eq!(f.package(), format!("nri.{}", super::PROTOCOL), "{}", f.name());
+            assert!(f.source_code_info.is_some(), "{} has no source info (comments)", f.name());
+        }
+    }
+}

@@ -654,7 +654,6 @@ impl<H: Handler> Plugin<H> {
     /// The endpoint (mode 0600; a stale socket file is removed first) is
     /// kept across registrations and removed when `run_until` returns.
     pub async fn run_until<F: Future<Output = ()>>(self, stop: F) -> Result<Exit, Error> {
-        let listener = listen(&self.endpoint)?;
         let max = self.caps.max_message_size.min(DEFAULT_MAX_MESSAGE_SIZE);
         let max = if max == 0 { DEFAULT_MAX_MESSAGE_SIZE } else { max } as usize + (64 << 10);
         let health = tonic_health::server::HealthReporter::new();
@@ -668,7 +667,9 @@ impl<H: Handler> Plugin<H> {
             health_service,
             self.shared.clone(),
             max,
-        );
+        )
+        .map_err(Error::Serve)?;
+        let listener = listen(&self.endpoint)?;
         let (serve_stop, serve_stop_rx) = oneshot::channel::<()>();
         let (serve_done_tx, mut serve_done) = oneshot::channel::<Result<(), String>>();
         let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
@@ -862,7 +863,7 @@ impl<H: Handler> Plugin<H> {
         RegisterPluginRequest {
             plugin_name: self.name.clone(),
             plugin_idx: self.index.clone(),
-            nri_version: format!("rust-sdk v1beta1 nri-grpc/{}", crate::SDK_VERSION),
+            nri_version: crate::NRI_VERSION.to_owned(),
             endpoint: format!("unix://{}", self.endpoint.display()),
             capabilities: Some(self.caps),
             timeouts: self.timeouts.clone(),

@@ -30,26 +30,68 @@ use crate::{HandlerError, HandlerResult};
 const PLUGIN_SERVICE_PREFIX: &str = "/nri.v1beta1.PluginService/";
 const CONFIGURE_METHOD: &str = "/nri.v1beta1.PluginService/Configure";
 const HEALTH_PREFIX: &str = "/grpc.health.v1.Health/";
+const REFLECTION_V1_PREFIX: &str = "/grpc.reflection.v1.ServerReflection/";
+const REFLECTION_V1ALPHA_PREFIX: &str = "/grpc.reflection.v1alpha.ServerReflection/";
 
-/// The services of the endpoint: PluginService and health, behind the
-/// peer-credential check, and the instance-id check of PluginService calls
-/// other than Configure.
+/// The services reflection lists: what the endpoint serves, as the Go SDK
+/// lists them.
+const SERVED: [&str; 4] = [
+    "nri.v1beta1.PluginService",
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1.ServerReflection",
+    "grpc.reflection.v1alpha.ServerReflection",
+];
+
+/// A gRPC service of the endpoint, boxed (tonic-reflection's servers have
+/// unnameable types).
+type BoxedService = tower::util::BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
+
+/// The services of the endpoint: PluginService, health and reflection (v1
+/// and v1alpha), behind the peer-credential check, and the instance-id check
+/// of PluginService calls other than Configure.
 pub(crate) struct Router<H> {
     plugin: PluginServiceServer<Service<H>>,
     health: HealthServer<HealthService>,
+    reflection_v1: BoxedService,
+    reflection_v1alpha: BoxedService,
     shared: Arc<Shared>,
 }
 
 impl<H> Clone for Router<H> {
     fn clone(&self) -> Self {
-        Router { plugin: self.plugin.clone(), health: self.health.clone(), shared: self.shared.clone() }
+        Router {
+            plugin: self.plugin.clone(),
+            health: self.health.clone(),
+            reflection_v1: self.reflection_v1.clone(),
+            reflection_v1alpha: self.reflection_v1alpha.clone(),
+            shared: self.shared.clone(),
+        }
     }
 }
 
+/// The reflection builder: nri.v1beta1 with its comments and health, listing
+/// [`SERVED`] only (the descriptor set also describes RuntimeService,
+/// AdaptationService and AdminService, which a plugin does not serve).
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    let b = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
+    SERVED.iter().fold(b, |b, s| b.with_service_name(*s))
+}
+
 impl<H: Handler> Router<H> {
-    pub(crate) fn new(svc: Service<H>, health: HealthServer<HealthService>, shared: Arc<Shared>, max: usize) -> Self {
+    /// Fails only when a built-in descriptor set does not decode.
+    pub(crate) fn new(
+        svc: Service<H>,
+        health: HealthServer<HealthService>,
+        shared: Arc<Shared>,
+        max: usize,
+    ) -> Result<Self, String> {
         let plugin = PluginServiceServer::new(svc).max_decoding_message_size(max).max_encoding_message_size(max);
-        Router { plugin, health, shared }
+        let reflection_v1 = BoxedService::new(reflection().build_v1().map_err(|e| format!("reflection: {e}"))?);
+        let reflection_v1alpha =
+            BoxedService::new(reflection().build_v1alpha().map_err(|e| format!("reflection: {e}"))?);
+        Ok(Router { plugin, health, reflection_v1, reflection_v1alpha, shared })
     }
 }
 
@@ -85,6 +127,12 @@ impl<H: Handler> tower::Service<http::Request<Body>> for Router<H> {
         if path.starts_with(HEALTH_PREFIX) {
             let fut = tower::Service::call(&mut self.health, req);
             return Box::pin(fut);
+        }
+        if path.starts_with(REFLECTION_V1_PREFIX) {
+            return tower::Service::call(&mut self.reflection_v1, req);
+        }
+        if path.starts_with(REFLECTION_V1ALPHA_PREFIX) {
+            return tower::Service::call(&mut self.reflection_v1alpha, req);
         }
         let st = Status::unimplemented(format!("{path} is not served by plugin {}", self.shared.full));
         Box::pin(async move { Ok(st.into_http()) })

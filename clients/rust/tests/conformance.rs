@@ -1,6 +1,7 @@
 //! Conformance scenarios of the plugin SDK against a real nrid: registration,
 //! event order, adjustments, vetoes, Shutdown, resync, paging, unsolicited
-//! updates, instance ids and peer-credential authentication.
+//! updates, instance ids, peer-credential authentication, and health and
+//! reflection as grpcurl sees them.
 
 mod common;
 
@@ -11,8 +12,10 @@ use nri_grpc::testing::{NODE_NAME, Nrid, RUNTIME_NAME, container, pod, pod_with_
 use nri_grpc::v1beta1::plugin_service_client::PluginServiceClient;
 use nri_grpc::v1beta1::*;
 use nri_grpc::{
-    Adjustment, Error, Event, Exit, Handler, HandlerError, Plugin, PluginHandle, ShutdownKind, Update, evict, rpc,
+    Adjustment, Error, Event, EventMask, Exit, Handler, HandlerError, HandlerResult, Plugin, PluginHandle,
+    ShutdownKind, Update, evict, rpc,
 };
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tonic::{Code, Request, Status};
 
@@ -182,7 +185,8 @@ async fn registration_configure_synchronize_and_instance_checks() {
     let plugins = nrid.wait_plugins(&["10-rec"]).await;
     assert_eq!(plugins[0].instance_id, reg.instance_id);
     assert_eq!(plugins[0].plugin_version, "1.2.3");
-    assert!(plugins[0].nri_version.starts_with("rust-sdk"), "{:?}", plugins[0].nri_version);
+    // The SDK's version string: SDK, protocol, the crate's version.
+    assert_eq!(plugins[0].nri_version, format!("rust-sdk v1beta1 nri-grpc/{}", env!("CARGO_PKG_VERSION")));
     let mode = std::fs::metadata(&endpoint).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 
@@ -221,6 +225,114 @@ async fn registration_configure_synchronize_and_instance_checks() {
     assert_eq!(join(run).await.unwrap(), Exit::Stopped);
     assert!(!endpoint.exists(), "the endpoint is removed when run returns");
     nrid.wait_plugins(&[]).await;
+}
+
+/// A plugin whose Configure waits until the test opens the gate: it serves,
+/// but is not registered yet.
+struct Gated {
+    entered: watch::Sender<bool>,
+    gate: watch::Receiver<bool>,
+}
+
+impl Handler for Gated {
+    fn events(&self) -> EventMask {
+        mask(&[Event::CreateContainer])
+    }
+
+    async fn configure(&self, _ctx: nri_grpc::Context, _req: ConfigureRequest) -> HandlerResult<ConfigureResponse> {
+        self.entered.send_replace(true);
+        let _ = self.gate.clone().wait_for(|open| *open).await;
+        Ok(ConfigureResponse::default())
+    }
+}
+
+/// What `grpcurl -d '{"service": SERVICE}' ... Health/Check` says.
+async fn health_status(endpoint: &str, service: &str) -> String {
+    let req = format!(r#"{{"service": "{service}"}}"#);
+    let out = grpcurl(&["-d", &req, endpoint, "grpc.health.v1.Health/Check"]).await;
+    let status = out.split('"').nth(3).unwrap_or_else(|| panic!("Health/Check printed {out:?}"));
+    assert_eq!(out.split('"').nth(1), Some("status"), "Health/Check printed {out:?}");
+    status.to_owned()
+}
+
+// grpcurl, run as nrid's uid (this process's), against the plugin's socket:
+// reflection lists what the plugin serves and describes it with the proto
+// comments; health is NOT_SERVING until the plugin is registered, then
+// SERVING; v1alpha reflection (older clients) lists the same services.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcurl_sees_health_and_reflection() {
+    let mut nrid = Nrid::start().await;
+    nrid.attach(vec![], vec![]).await;
+    let (entered, mut entered_rx) = watch::channel(false);
+    let (gate, gate_rx) = watch::channel(false);
+    let p = nrid.plugin_builder(Gated { entered, gate: gate_rx }, "10", "probe").build().unwrap();
+    let endpoint = p.endpoint().to_str().unwrap().to_owned();
+    let h = p.handle();
+    let run = tokio::spawn(p.run());
+
+    // Configure is running: the plugin serves but is not registered.
+    tokio::time::timeout(WAIT, entered_rx.wait_for(|e| *e)).await.expect("Configure").unwrap();
+    assert!(h.registered().is_none());
+    for service in ["", "nri.v1beta1.PluginService"] {
+        assert_eq!(health_status(&endpoint, service).await, "NOT_SERVING", "service {service:?} before Registered");
+    }
+    gate.send_replace(true);
+    tokio::time::timeout(WAIT, h.wait_registered()).await.expect("registration");
+    for service in ["", "nri.v1beta1.PluginService"] {
+        assert_eq!(health_status(&endpoint, service).await, "SERVING", "service {service:?} once registered");
+    }
+
+    // list: exactly what the endpoint serves (not the other nri services the
+    // descriptor set describes).
+    let list = grpcurl(&[&endpoint, "list"]).await;
+    let mut services: Vec<&str> = list.lines().collect();
+    services.sort();
+    assert_eq!(
+        services,
+        [
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+            "nri.v1beta1.PluginService",
+        ],
+        "grpcurl list:\n{list}"
+    );
+
+    // describe: the service with its methods and the proto comments.
+    let desc = grpcurl(&[&endpoint, "describe", "nri.v1beta1.PluginService"]).await;
+    for want in [
+        "nri.v1beta1.PluginService is a service:",
+        "// Error conventions: on a creating event (RunPodSandbox, UpdatePodSandbox,",
+        "service PluginService {",
+        "rpc CreateContainer ( .nri.v1beta1.CreateContainerRequest ) returns ( .nri.v1beta1.CreateContainerResponse );",
+        "rpc Configure (",
+    ] {
+        assert!(desc.contains(want), "describe nri.v1beta1.PluginService lacks {want:?}:\n{desc}");
+    }
+    // A message of another file (types.proto), with its field comments.
+    let desc = grpcurl(&[&endpoint, "describe", "nri.v1beta1.Container"]).await;
+    assert!(desc.contains("nri.v1beta1.Container is a message:") && desc.contains("//"), "{desc}");
+
+    // The same through v1alpha, which grpcurl falls back to for old servers.
+    let mut alpha = tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient::new(unix_channel(
+        std::path::Path::new(&endpoint),
+    ));
+    use tonic_reflection::pb::v1alpha::{
+        ServerReflectionRequest, server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+    };
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = alpha.server_reflection_info(tokio_stream::iter([req])).await.unwrap().into_inner();
+    let rsp = stream.message().await.unwrap().expect("a response");
+    let Some(MessageResponse::ListServicesResponse(l)) = rsp.message_response else { panic!("{rsp:?}") };
+    let mut names: Vec<String> = l.service.into_iter().map(|s| s.name).collect();
+    names.sort();
+    assert_eq!(names, services, "v1alpha ListServices");
+
+    h.stop();
+    assert_eq!(join(run).await.unwrap(), Exit::Stopped);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

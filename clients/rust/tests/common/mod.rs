@@ -1,7 +1,9 @@
 //! A recording test plugin for the conformance tests.
 #![allow(dead_code)]
 
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
 
 use nri_grpc::v1beta1::*;
 use nri_grpc::{Context, Event, EventMask, Handler, HandlerError, HandlerResult};
@@ -301,4 +303,57 @@ pub fn lifecycle() -> EventMask {
 /// The mask of `events`.
 pub fn mask(events: &[Event]) -> EventMask {
     EventMask::of(events)
+}
+
+/// The grpcurl binary: `$GRPCURL` when set (`make rust-test` sets it to
+/// .tmp/bin/grpcurl, which `make grpcurl` builds from tools/go.mod's pin),
+/// otherwise built once per test process from the same pin with
+/// `go -C ../../tools build` into `<target>/grpcurl-test/grpcurl`.
+pub fn grpcurl_binary() -> PathBuf {
+    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("GRPCURL").filter(|p| !p.is_empty()) {
+            return Ok(PathBuf::from(p));
+        }
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tools = manifest.join("../../tools");
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| manifest.join("target"));
+        let out = target.join("grpcurl-test").join("grpcurl");
+        let go = std::env::var_os("GO").unwrap_or_else(|| "go".into());
+        let st = Command::new(&go)
+            .args(["build", "-o"])
+            .arg(&out)
+            .arg("github.com/fullstorydev/grpcurl/cmd/grpcurl")
+            .current_dir(&tools)
+            .env("GOWORK", "off")
+            .status()
+            .map_err(|e| {
+                format!("running {go:?} build in {}: {e} (set GRPCURL to a grpcurl binary)", tools.display())
+            })?;
+        if !st.success() {
+            return Err(format!(
+                "go build grpcurl in {} failed: {st} (set GRPCURL, or run `make grpcurl`)",
+                tools.display()
+            ));
+        }
+        Ok(out)
+    })
+    .clone()
+    .unwrap_or_else(|e| panic!("grpcurl binary: {e}"))
+}
+
+/// Runs `grpcurl -unix -plaintext ARGS...` (the socket is among ARGS, before
+/// the verb) off the runtime's threads; returns its stdout, and panics with
+/// its output when it fails.
+pub async fn grpcurl(args: &[&str]) -> String {
+    let bin = grpcurl_binary();
+    let args: Vec<String> = ["-unix", "-plaintext"].iter().chain(args).map(|s| s.to_string()).collect();
+    let shown = args.join(" ");
+    let out = tokio::task::spawn_blocking(move || Command::new(&bin).args(&args).output())
+        .await
+        .expect("grpcurl task")
+        .unwrap_or_else(|e| panic!("running grpcurl {shown}: {e}"));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "grpcurl {shown}: {}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    stdout.into_owned()
 }
