@@ -507,6 +507,25 @@ e2e: $(TESTSUM) ## End-to-end scenarios against containerd v2.4.2 + runc (root; 
 e2e-bench: ## Pod+container create-to-running: classic plugin on containerd vs nrid + gRPC plugin
 	@NRI_E2E_DIR=$(E2E_DIR) $(GO) test -tags e2e -count=5 -run '^$$' -bench CreateToRunning -benchtime 20x -timeout 60m $(E2E_FLAGS) ./test/e2e/
 
+##@ Image
+
+# The container image, with buildah and no registry (deploy/README.md,
+# "Containerfile"): nrid and nrictl built on the host, assembled from
+# deploy/Containerfile FROM scratch. Root; buildah is installed with apt-get
+# when missing. IMAGE and IMAGE_TAG name it (default localhost/nri-grpc and
+# git describe); IMAGE_ISOLATION=chroot and BUILDAH_FLAGS="--storage-driver
+# vfs" are for hosts where runc or overlay do not work.
+IMAGE ?= localhost/nri-grpc
+IMAGE_TAG ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: image
+image: ## Build the image IMAGE:IMAGE_TAG with buildah, no registry: static nrid and nrictl from the host, FROM scratch
+	@IMAGE='$(IMAGE)' IMAGE_TAG='$(IMAGE_TAG)' GO='$(GO)' bash deploy/image.sh build
+
+.PHONY: image-test
+image-test: image ## Build the image, then run it: versions, its nrid.toml, nrid pre-launching the example plugins, nrictl plugins and simulate
+	@IMAGE='$(IMAGE)' IMAGE_TAG='$(IMAGE_TAG)' GO='$(GO)' bash deploy/image.sh test
+
 ##@ CI
 
 .PHONY: ci
