@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -553,6 +554,43 @@ func TestHealthAndReflection(t *testing.T) {
 	}
 	if !slices.Contains(names, "nri.v1beta1.PluginService") {
 		t.Errorf("reflection lists %v, want nri.v1beta1.PluginService", names)
+	}
+}
+
+// TestGrpcurlAgainstPlugin: grpcurl, as an operator runs it, lists,
+// describes and health-checks a Go SDK plugin on its own socket, with no
+// descriptor set: the plugin serves reflection with the proto comments.
+func TestGrpcurlAgainstPlugin(t *testing.T) {
+	bin := os.Getenv("GRPCURL")
+	if bin == "" {
+		t.Skip("GRPCURL is not set; `make test` sets it")
+	}
+	env := plugintest.New(t)
+	p := env.Start(t, &recorder{c: newCalls()}, plugin.WithName("grpcurl"))
+	sock := strings.TrimPrefix(p.Endpoint(), "unix://")
+	grpcurl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"-unix", "-plaintext", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	list := strings.Fields(grpcurl("list"))
+	for _, svc := range []string{"nri.v1beta1.PluginService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
+		if !slices.Contains(list, svc) {
+			t.Errorf("grpcurl list: %v, want %s among them", list, svc)
+		}
+	}
+	if desc := grpcurl("describe", "nri.v1beta1.PluginService"); !strings.Contains(desc, "is a service:") ||
+		!strings.Contains(desc, "rpc CreateContainer") {
+		t.Errorf("grpcurl describe nri.v1beta1.PluginService:\n%s", desc)
+	}
+	if desc := grpcurl("describe", "nri.v1beta1.CreateContainerRequest"); !strings.Contains(desc, "Container being created") {
+		t.Errorf("describe does not show the proto comments:\n%s", desc)
+	}
+	if out := grpcurl("grpc.health.v1.Health/Check"); !strings.Contains(out, `"SERVING"`) {
+		t.Errorf("health check of a registered plugin: %s", out)
 	}
 }
 
