@@ -122,3 +122,5 @@ func renderMemoryPolicy(p *nriv1beta1.LinuxMemoryPolicy) string {
 
 func renderNetDevice(d *nriv1beta1.LinuxNetDevice) string { return d.GetName() }
 func renderString(s string) string                        { return s }
+
+func renderPids(p *nriv1beta1.LinuxPids) string { return strconv.FormatInt(p.GetLimit(), 10) }

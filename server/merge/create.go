@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 )
 
@@ -234,7 +236,15 @@ func (c *Create) adjust(a *nriv1beta1.ContainerAdjustment) error {
 			return err
 		}
 	}
-	for _, l := range a.Rlimits {
+	if err := c.adjustRlimits(a.Rlimits); err != nil {
+		return err
+	}
+	return c.adjustCDIDevices(a.CdiDevices)
+}
+
+// adjustRlimits appends rlimits, claimed by type.
+func (c *Create) adjustRlimits(in []*nriv1beta1.POSIXRlimit) error {
+	for _, l := range in {
 		if l == nil {
 			continue
 		}
@@ -248,7 +258,12 @@ func (c *Create) adjust(a *nriv1beta1.ContainerAdjustment) error {
 			c.note(nriv1beta1.Field_FIELD_RLIMITS, l.Type, renderRlimit(l), false)
 		}
 	}
-	for _, d := range a.CdiDevices {
+	return nil
+}
+
+// adjustCDIDevices appends CDI devices, claimed by name, to the reply only.
+func (c *Create) adjustCDIDevices(in []*nriv1beta1.CDIDevice) error {
+	for _, d := range in {
 		if d == nil {
 			continue
 		}
@@ -263,115 +278,122 @@ func (c *Create) adjust(a *nriv1beta1.ContainerAdjustment) error {
 	return nil
 }
 
+// linuxStep merges one field, or one keyed list or map, of a linux
+// adjustment.
+type linuxStep func(c *Create, l *nriv1beta1.LinuxContainerAdjustment) error
+
+// linuxSteps are the steps of adjustLinux, in classic NRI's order (which
+// decides the conflict reported first).
+var linuxSteps = [...]linuxStep{
+	(*Create).adjustDevices,
+	(*Create).adjustResources,
+	linuxScalar(nriv1beta1.Field_FIELD_CGROUPS_PATH,
+		func(a *nriv1beta1.LinuxContainerAdjustment) *string { return &a.CgroupsPath },
+		func(l *nriv1beta1.LinuxContainer) *string { return &l.CgroupsPath }, renderString),
+	linuxScalar(nriv1beta1.Field_FIELD_OOM_SCORE_ADJ,
+		func(a *nriv1beta1.LinuxContainerAdjustment) **wrapperspb.Int64Value { return &a.OomScoreAdj },
+		func(l *nriv1beta1.LinuxContainer) **wrapperspb.Int64Value { return &l.OomScoreAdj }, i64),
+	linuxScalar(nriv1beta1.Field_FIELD_IO_PRIORITY,
+		func(a *nriv1beta1.LinuxContainerAdjustment) **nriv1beta1.LinuxIOPriority { return &a.IoPriority },
+		func(l *nriv1beta1.LinuxContainer) **nriv1beta1.LinuxIOPriority { return &l.IoPriority }, renderIOPriority),
+	linuxScalar(nriv1beta1.Field_FIELD_SECCOMP_POLICY,
+		func(a *nriv1beta1.LinuxContainerAdjustment) **nriv1beta1.LinuxSeccomp { return &a.SeccompPolicy },
+		func(l *nriv1beta1.LinuxContainer) **nriv1beta1.LinuxSeccomp { return &l.SeccompPolicy }, renderSeccomp),
+	(*Create).adjustNamespaces,
+	(*Create).adjustSysctl,
+	(*Create).adjustNetDevices,
+	linuxScalar(nriv1beta1.Field_FIELD_LINUX_SCHED,
+		func(a *nriv1beta1.LinuxContainerAdjustment) **nriv1beta1.LinuxScheduler { return &a.Scheduler },
+		func(l *nriv1beta1.LinuxContainer) **nriv1beta1.LinuxScheduler { return &l.Scheduler }, renderScheduler),
+	(*Create).adjustRdt,
+	// The memory policy goes to the reply only, as in classic NRI.
+	linuxScalar(nriv1beta1.Field_FIELD_MEMORY_POLICY,
+		func(a *nriv1beta1.LinuxContainerAdjustment) **nriv1beta1.LinuxMemoryPolicy { return &a.MemoryPolicy },
+		nil, renderMemoryPolicy),
+}
+
+// adjustLinux merges the linux part of an adjustment.
 func (c *Create) adjustLinux(l *nriv1beta1.LinuxContainerAdjustment) error {
-	lc := c.ctr.Linux
-	if len(l.Devices) > 0 {
-		if err := mergeList(c, nriv1beta1.Field_FIELD_DEVICES, l.Devices, &c.rl().Devices, deviceOps); err != nil {
+	for _, step := range linuxSteps {
+		if err := step(c, l); err != nil {
 			return err
-		}
-	}
-	if l.Resources != nil {
-		m := resMerge{
-			mode:   resAdjust,
-			own:    c.self,
-			table:  &c.upd.own,
-			plugin: c.plugin,
-			id:     c.id,
-			dst:    lc.Resources,
-			mirror: c,
-			rec:    c.rec,
-		}
-		if _, err := m.run(l.Resources); err != nil {
-			return err
-		}
-	}
-	if p := l.CgroupsPath; p != "" {
-		if err := c.fo().claimSimple(nriv1beta1.Field_FIELD_CGROUPS_PATH, c.plugin); err != nil {
-			return err
-		}
-		c.mut()
-		lc.CgroupsPath = p
-		c.rl().CgroupsPath = p
-		if c.rec.on() {
-			c.note(nriv1beta1.Field_FIELD_CGROUPS_PATH, "", p, false)
-		}
-	}
-	if v := l.OomScoreAdj; v != nil {
-		if err := c.fo().claimSimple(nriv1beta1.Field_FIELD_OOM_SCORE_ADJ, c.plugin); err != nil {
-			return err
-		}
-		c.mut()
-		lc.OomScoreAdj = v
-		c.rl().OomScoreAdj = v
-		if c.rec.on() {
-			c.note(nriv1beta1.Field_FIELD_OOM_SCORE_ADJ, "", i64(v), false)
-		}
-	}
-	if v := l.IoPriority; v != nil {
-		if err := c.fo().claimSimple(nriv1beta1.Field_FIELD_IO_PRIORITY, c.plugin); err != nil {
-			return err
-		}
-		c.mut()
-		lc.IoPriority = v
-		c.rl().IoPriority = v
-		if c.rec.on() {
-			c.note(nriv1beta1.Field_FIELD_IO_PRIORITY, "", renderIOPriority(v), false)
-		}
-	}
-	if v := l.SeccompPolicy; v != nil {
-		if err := c.fo().claimSimple(nriv1beta1.Field_FIELD_SECCOMP_POLICY, c.plugin); err != nil {
-			return err
-		}
-		c.mut()
-		lc.SeccompPolicy = v
-		c.rl().SeccompPolicy = v
-		if c.rec.on() {
-			c.note(nriv1beta1.Field_FIELD_SECCOMP_POLICY, "", renderSeccomp(v), false)
-		}
-	}
-	if len(l.Namespaces) > 0 {
-		if err := c.adjustNamespaces(l.Namespaces); err != nil {
-			return err
-		}
-	}
-	if len(l.Sysctl) > 0 {
-		if err := mergeMap(c, nriv1beta1.Field_FIELD_SYSCTL, l.Sysctl,
-			&lc.Sysctl, &c.rl().Sysctl, emptyString, renderString); err != nil {
-			return err
-		}
-	}
-	if len(l.NetDevices) > 0 {
-		if err := mergeMap(c, nriv1beta1.Field_FIELD_LINUX_NET_DEVICES, l.NetDevices,
-			&lc.NetDevices, &c.rl().NetDevices, emptyNetDevice, renderNetDevice); err != nil {
-			return err
-		}
-	}
-	if v := l.Scheduler; v != nil {
-		if err := c.fo().claimSimple(nriv1beta1.Field_FIELD_LINUX_SCHED, c.plugin); err != nil {
-			return err
-		}
-		c.mut()
-		lc.Scheduler = v
-		c.rl().Scheduler = v
-		if c.rec.on() {
-			c.note(nriv1beta1.Field_FIELD_LINUX_SCHED, "", renderScheduler(v), false)
-		}
-	}
-	if v := l.Rdt; v != nil {
-		if err := c.adjustRdt(v); err != nil {
-			return err
-		}
-	}
-	if v := l.MemoryPolicy; v != nil {
-		if err := c.fo().claimSimple(nriv1beta1.Field_FIELD_MEMORY_POLICY, c.plugin); err != nil {
-			return err
-		}
-		c.rl().MemoryPolicy = v
-		if c.rec.on() {
-			c.note(nriv1beta1.Field_FIELD_MEMORY_POLICY, "", renderMemoryPolicy(v), false)
 		}
 	}
 	return nil
+}
+
+// linuxScalar returns the step of a simple field of the linux part: an
+// optional message (nil when unset) or a string ("" when unset). at gives
+// the field in an adjustment: it is read in the plugin's, written in the
+// reply. req gives the field in the request's container, which is written
+// too unless req is nil.
+func linuxScalar[V comparable](field nriv1beta1.Field, at func(*nriv1beta1.LinuxContainerAdjustment) *V,
+	req func(*nriv1beta1.LinuxContainer) *V, render func(V) string) linuxStep {
+	return func(c *Create, l *nriv1beta1.LinuxContainerAdjustment) error {
+		var unset V
+		v := *at(l)
+		if v == unset {
+			return nil
+		}
+		if err := c.fo().claimSimple(field, c.plugin); err != nil {
+			return err
+		}
+		if req != nil {
+			c.mut()
+			*req(c.ctr.Linux) = v
+		}
+		*at(c.rl()) = v
+		if c.rec.on() {
+			c.note(field, "", render(v), false)
+		}
+		return nil
+	}
+}
+
+// adjustDevices merges the devices, keyed by path.
+func (c *Create) adjustDevices(l *nriv1beta1.LinuxContainerAdjustment) error {
+	if len(l.Devices) == 0 {
+		return nil
+	}
+	return mergeList(c, nriv1beta1.Field_FIELD_DEVICES, l.Devices, &c.rl().Devices, deviceOps)
+}
+
+// adjustResources merges the resources into the request's container and
+// the reply.
+func (c *Create) adjustResources(l *nriv1beta1.LinuxContainerAdjustment) error {
+	if l.Resources == nil {
+		return nil
+	}
+	m := resMerge{
+		mode:   resAdjust,
+		own:    c.self,
+		table:  &c.upd.own,
+		plugin: c.plugin,
+		id:     c.id,
+		dst:    c.ctr.Linux.Resources,
+		mirror: c,
+		rec:    c.rec,
+	}
+	_, err := m.run(l.Resources)
+	return err
+}
+
+// adjustSysctl merges the sysctl entries, keyed by name.
+func (c *Create) adjustSysctl(l *nriv1beta1.LinuxContainerAdjustment) error {
+	if len(l.Sysctl) == 0 {
+		return nil
+	}
+	return mergeMap(c, nriv1beta1.Field_FIELD_SYSCTL, l.Sysctl,
+		&c.ctr.Linux.Sysctl, &c.rl().Sysctl, emptyString, renderString)
+}
+
+// adjustNetDevices merges the network devices, keyed by host name.
+func (c *Create) adjustNetDevices(l *nriv1beta1.LinuxContainerAdjustment) error {
+	if len(l.NetDevices) == 0 {
+		return nil
+	}
+	return mergeMap(c, nriv1beta1.Field_FIELD_LINUX_NET_DEVICES, l.NetDevices,
+		&c.ctr.Linux.NetDevices, &c.rl().NetDevices, emptyNetDevice, renderNetDevice)
 }
 
 // adjustArgs replaces the arguments. A leading "" (UpdateArgs) first clears
@@ -453,7 +475,11 @@ func (c *Create) adjustHooks(h *nriv1beta1.Hooks) {
 //
 // A removal always leaves an owner ("-plugin"), even of a namespace nobody
 // set before, so the default validator's namespace check sees it.
-func (c *Create) adjustNamespaces(in []*nriv1beta1.LinuxNamespace) error {
+func (c *Create) adjustNamespaces(l *nriv1beta1.LinuxContainerAdjustment) error {
+	in := l.Namespaces
+	if len(in) == 0 {
+		return nil
+	}
 	if err := mergeList(c, nriv1beta1.Field_FIELD_NAMESPACE, in, &c.rl().Namespaces, namespaceOps); err != nil {
 		return err
 	}
@@ -479,7 +505,11 @@ var namespaceOps = listOps[*nriv1beta1.LinuxNamespace]{
 // adjustRdt merges RDT settings into the reply only. remove=true clears the
 // owners of all three RDT fields and resets the reply's RDT to {remove:
 // true}; any sub-field set afterwards turns remove off again (classic).
-func (c *Create) adjustRdt(rdt *nriv1beta1.LinuxRdt) error {
+func (c *Create) adjustRdt(l *nriv1beta1.LinuxContainerAdjustment) error {
+	rdt := l.Rdt
+	if rdt == nil {
+		return nil
+	}
 	if rdt.Remove {
 		f := c.fo()
 		f.clearSimple(nriv1beta1.Field_FIELD_RDT_CLOS_ID, c.plugin)

@@ -105,7 +105,10 @@ const (
 	rtNetif = "eth9"                         // a net device of the runtime's (baseContainer)
 )
 
-func createCases() []createCase {
+// fieldCases are the cases for every field: one plugin sets it; two plugins
+// conflict on it; a list field given twice by one plugin conflicts with
+// itself; an update of another container sets it or conflicts on it.
+func fieldCases() []createCase {
 	var cases []createCase
 
 	// Every field: one plugin sets it; two plugins conflict on it; a list
@@ -168,6 +171,11 @@ func createCases() []createCase {
 			}},
 		)
 	}
+	return cases
+}
+
+func createCases() []createCase {
+	cases := fieldCases()
 
 	cases = append(cases,
 		createCase{name: "everything/one-plugin", plugins: []plug[createRsp]{

@@ -25,7 +25,7 @@ const (
 // resMerge merges the LinuxResources of one plugin into dst, claiming every
 // field it sets for container id. The claim order, hence the conflict
 // reported first, is classic NRI's: memory, cpu, hugepages, unified, blockio
-// class, rdt class, pids.
+// class, rdt class, pids (see resFields).
 type resMerge struct {
 	mode   resMode
 	own    *fieldOwners // owners of container id; may be nil in resCheck mode
@@ -103,65 +103,105 @@ func (m *resMerge) res() *nriv1beta1.LinuxResources {
 	return nil
 }
 
-// mergeOptional handles one optional (wrapper) resource field: it claims
-// the field, writes the value into the merged resources and the mirror
-// reply, and records the change.
-func mergeOptional[T any](m *resMerge, field nriv1beta1.Field, v *T, set func(*nriv1beta1.LinuxResources, *T), render func(*T) string) (bool, error) {
-	if v == nil {
-		return false, nil
-	}
-	w, err := m.claim(field)
-	if !w {
-		return false, err
-	}
-	m.touch()
-	set(m.dst, v)
-	if r := m.res(); r != nil {
-		set(r, v)
-	}
-	if m.rec.on() {
-		m.note(field, "", render(v))
-	}
-	return true, nil
+// resField is one entry of resFields: a simple field, whose functions are
+// built by scalar, or a group of entries merged by its own method (then
+// only group is set).
+//
+// The functions take the resources only, never the resMerge: an indirect
+// call taking it would move it to the heap.
+type resField struct {
+	group  resGroup
+	field  nriv1beta1.Field
+	isSet  func(src *nriv1beta1.LinuxResources) bool // whether src sets the field
+	copy   func(dst, src *nriv1beta1.LinuxResources) // sets the field of dst to src's
+	render func(src *nriv1beta1.LinuxResources) string
 }
 
-// i64 handles one optional int64 memory or cpu field.
-func (m *resMerge) i64(field nriv1beta1.Field, v *wrapperspb.Int64Value, set func(*nriv1beta1.LinuxResources, *wrapperspb.Int64Value)) (bool, error) {
-	return mergeOptional(m, field, v, set, i64)
+// resGroup tells what a resField is.
+type resGroup uint8
+
+const (
+	resSimple      resGroup = iota // a simple field
+	resHugepages                   // hugepage limits (resMerge.hugepages)
+	resDeviceRules                 // device cgroup rules (resMerge.deviceRules)
+	resUnified                     // unified cgroup entries (resMerge.unified)
+)
+
+// resFields are the fields merged by run, in classic NRI's claim order
+// (which decides the conflict reported first).
+var resFields = [...]resField{
+	scalar(nriv1beta1.Field_FIELD_MEM_LIMIT,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.Int64Value { return r.GetMemory().GetLimit() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).Limit = v }, i64),
+	scalar(nriv1beta1.Field_FIELD_MEM_RESERVATION,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.Int64Value { return r.GetMemory().GetReservation() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).Reservation = v }, i64),
+	scalar(nriv1beta1.Field_FIELD_MEM_SWAP_LIMIT,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.Int64Value { return r.GetMemory().GetSwap() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).Swap = v }, i64),
+	scalar(nriv1beta1.Field_FIELD_MEM_KERNEL_LIMIT,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.Int64Value { return r.GetMemory().GetKernel() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).Kernel = v }, i64),
+	scalar(nriv1beta1.Field_FIELD_MEM_TCP_LIMIT,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.Int64Value { return r.GetMemory().GetKernelTcp() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).KernelTcp = v }, i64),
+	scalar(nriv1beta1.Field_FIELD_MEM_SWAPPINESS,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.UInt64Value { return r.GetMemory().GetSwappiness() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.UInt64Value) { memOf(r).Swappiness = v }, u64),
+	scalar(nriv1beta1.Field_FIELD_MEM_DISABLE_OOM_KILLER,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.BoolValue { return r.GetMemory().GetDisableOomKiller() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.BoolValue) { memOf(r).DisableOomKiller = v }, bln),
+	scalar(nriv1beta1.Field_FIELD_MEM_USE_HIERARCHY,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.BoolValue { return r.GetMemory().GetUseHierarchy() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.BoolValue) { memOf(r).UseHierarchy = v }, bln),
+
+	scalar(nriv1beta1.Field_FIELD_CPU_SHARES,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.UInt64Value { return r.GetCpu().GetShares() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.UInt64Value) { cpuOf(r).Shares = v }, u64),
+	scalar(nriv1beta1.Field_FIELD_CPU_QUOTA,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.Int64Value { return r.GetCpu().GetQuota() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { cpuOf(r).Quota = v }, i64),
+	scalar(nriv1beta1.Field_FIELD_CPU_PERIOD,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.UInt64Value { return r.GetCpu().GetPeriod() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.UInt64Value) { cpuOf(r).Period = v }, u64),
+	scalar(nriv1beta1.Field_FIELD_CPU_REALTIME_RUNTIME,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.Int64Value { return r.GetCpu().GetRealtimeRuntime() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { cpuOf(r).RealtimeRuntime = v }, i64),
+	scalar(nriv1beta1.Field_FIELD_CPU_REALTIME_PERIOD,
+		func(r *nriv1beta1.LinuxResources) *wrapperspb.UInt64Value { return r.GetCpu().GetRealtimePeriod() },
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.UInt64Value) { cpuOf(r).RealtimePeriod = v }, u64),
+	scalar(nriv1beta1.Field_FIELD_CPU_SET_CPUS,
+		func(r *nriv1beta1.LinuxResources) string { return r.GetCpu().GetCpus() },
+		func(r *nriv1beta1.LinuxResources, v string) { cpuOf(r).Cpus = v }, renderString),
+	scalar(nriv1beta1.Field_FIELD_CPU_SET_MEMS,
+		func(r *nriv1beta1.LinuxResources) string { return r.GetCpu().GetMems() },
+		func(r *nriv1beta1.LinuxResources, v string) { cpuOf(r).Mems = v }, renderString),
+
+	{group: resHugepages},
+	{group: resDeviceRules},
+	{group: resUnified},
+
+	scalar(nriv1beta1.Field_FIELD_BLOCKIO_CLASS, (*nriv1beta1.LinuxResources).GetBlockioClass,
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.StringValue) { r.BlockioClass = v }, str),
+	scalar(nriv1beta1.Field_FIELD_RDT_CLASS, (*nriv1beta1.LinuxResources).GetRdtClass,
+		func(r *nriv1beta1.LinuxResources, v *wrapperspb.StringValue) { r.RdtClass = v }, str),
+	scalar(nriv1beta1.Field_FIELD_PIDS_LIMIT, (*nriv1beta1.LinuxResources).GetPids,
+		func(r *nriv1beta1.LinuxResources, v *nriv1beta1.LinuxPids) { r.Pids = v }, renderPids),
 }
 
-// u64 handles one optional uint64 memory or cpu field.
-func (m *resMerge) u64(field nriv1beta1.Field, v *wrapperspb.UInt64Value, set func(*nriv1beta1.LinuxResources, *wrapperspb.UInt64Value)) (bool, error) {
-	return mergeOptional(m, field, v, set, u64)
-}
-
-// bool handles one optional bool memory field.
-func (m *resMerge) bool(field nriv1beta1.Field, v *wrapperspb.BoolValue, set func(*nriv1beta1.LinuxResources, *wrapperspb.BoolValue)) (bool, error) {
-	return mergeOptional(m, field, v, set, bln)
-}
-
-// str handles one optional string field (blockio and RDT class).
-func (m *resMerge) str(field nriv1beta1.Field, v *wrapperspb.StringValue, set func(*nriv1beta1.LinuxResources, *wrapperspb.StringValue)) (bool, error) {
-	return mergeOptional(m, field, v, set, str)
-}
-
-func (m *resMerge) cpuset(field nriv1beta1.Field, v string, set func(*nriv1beta1.LinuxResources, string)) (bool, error) {
-	if v == "" {
-		return false, nil
+// scalar describes a simple field of type V: an optional message (nil when
+// unset) or a string ("" when unset). get must not modify the resources it
+// reads; set creates the memory or cpu part if needed.
+func scalar[V comparable](field nriv1beta1.Field, get func(*nriv1beta1.LinuxResources) V,
+	set func(*nriv1beta1.LinuxResources, V), render func(V) string) resField {
+	var unset V
+	return resField{
+		group:  resSimple,
+		field:  field,
+		isSet:  func(src *nriv1beta1.LinuxResources) bool { return get(src) != unset },
+		copy:   func(dst, src *nriv1beta1.LinuxResources) { set(dst, get(src)) },
+		render: func(src *nriv1beta1.LinuxResources) string { return render(get(src)) },
 	}
-	w, err := m.claim(field)
-	if !w {
-		return false, err
-	}
-	m.touch()
-	set(m.dst, v)
-	if r := m.res(); r != nil {
-		set(r, v)
-	}
-	if m.rec.on() {
-		m.note(field, "", v)
-	}
-	return true, nil
 }
 
 // run merges src. It reports whether anything was written.
@@ -170,74 +210,56 @@ func (m *resMerge) run(src *nriv1beta1.LinuxResources) (bool, error) {
 		return false, nil
 	}
 	var changed bool
-	step := func(w bool, err error) error {
+	for i := range resFields {
+		w, err := m.merge(&resFields[i], src)
 		changed = changed || w
-		return err
-	}
-
-	if mem := src.Memory; mem != nil {
-		if err := step(m.i64(nriv1beta1.Field_FIELD_MEM_LIMIT, mem.Limit, func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).Limit = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.i64(nriv1beta1.Field_FIELD_MEM_RESERVATION, mem.Reservation, func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).Reservation = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.i64(nriv1beta1.Field_FIELD_MEM_SWAP_LIMIT, mem.Swap, func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).Swap = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.i64(nriv1beta1.Field_FIELD_MEM_KERNEL_LIMIT, mem.Kernel, func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).Kernel = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.i64(nriv1beta1.Field_FIELD_MEM_TCP_LIMIT, mem.KernelTcp, func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { memOf(r).KernelTcp = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.u64(nriv1beta1.Field_FIELD_MEM_SWAPPINESS, mem.Swappiness, func(r *nriv1beta1.LinuxResources, v *wrapperspb.UInt64Value) { memOf(r).Swappiness = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.bool(nriv1beta1.Field_FIELD_MEM_DISABLE_OOM_KILLER, mem.DisableOomKiller, func(r *nriv1beta1.LinuxResources, v *wrapperspb.BoolValue) { memOf(r).DisableOomKiller = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.bool(nriv1beta1.Field_FIELD_MEM_USE_HIERARCHY, mem.UseHierarchy, func(r *nriv1beta1.LinuxResources, v *wrapperspb.BoolValue) { memOf(r).UseHierarchy = v })); err != nil {
+		if err != nil {
 			return changed, err
 		}
 	}
+	return changed, nil
+}
 
-	if cpu := src.Cpu; cpu != nil {
-		if err := step(m.u64(nriv1beta1.Field_FIELD_CPU_SHARES, cpu.Shares, func(r *nriv1beta1.LinuxResources, v *wrapperspb.UInt64Value) { cpuOf(r).Shares = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.i64(nriv1beta1.Field_FIELD_CPU_QUOTA, cpu.Quota, func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { cpuOf(r).Quota = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.u64(nriv1beta1.Field_FIELD_CPU_PERIOD, cpu.Period, func(r *nriv1beta1.LinuxResources, v *wrapperspb.UInt64Value) { cpuOf(r).Period = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.i64(nriv1beta1.Field_FIELD_CPU_REALTIME_RUNTIME, cpu.RealtimeRuntime, func(r *nriv1beta1.LinuxResources, v *wrapperspb.Int64Value) { cpuOf(r).RealtimeRuntime = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.u64(nriv1beta1.Field_FIELD_CPU_REALTIME_PERIOD, cpu.RealtimePeriod, func(r *nriv1beta1.LinuxResources, v *wrapperspb.UInt64Value) { cpuOf(r).RealtimePeriod = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.cpuset(nriv1beta1.Field_FIELD_CPU_SET_CPUS, cpu.Cpus, func(r *nriv1beta1.LinuxResources, v string) { cpuOf(r).Cpus = v })); err != nil {
-			return changed, err
-		}
-		if err := step(m.cpuset(nriv1beta1.Field_FIELD_CPU_SET_MEMS, cpu.Mems, func(r *nriv1beta1.LinuxResources, v string) { cpuOf(r).Mems = v })); err != nil {
-			return changed, err
-		}
+// merge merges one field, or group of entries, of src. It reports whether
+// anything was written.
+func (m *resMerge) merge(f *resField, src *nriv1beta1.LinuxResources) (bool, error) {
+	switch f.group {
+	case resHugepages:
+		return m.hugepages(src)
+	case resDeviceRules:
+		return m.deviceRules(src)
+	case resUnified:
+		return m.unified(src)
 	}
+	if !f.isSet(src) {
+		return false, nil
+	}
+	w, err := m.claim(f.field)
+	if !w {
+		return false, err
+	}
+	m.touch()
+	f.copy(m.dst, src)
+	if r := m.res(); r != nil {
+		f.copy(r, src)
+	}
+	if m.rec.on() {
+		m.note(f.field, "", f.render(src))
+	}
+	return true, nil
+}
 
+// hugepages merges the hugepage limits, keyed by page size.
+func (m *resMerge) hugepages(src *nriv1beta1.LinuxResources) (bool, error) {
+	var changed bool
 	for i, l := range src.HugepageLimits {
 		if l == nil {
 			continue
 		}
-		if m.mode == resCheck {
-			// Within one update a page size given twice is the same plugin
-			// claiming twice.
-			for _, e := range src.HugepageLimits[:i] {
-				if e != nil && e.PageSize == l.PageSize {
-					return false, &ConflictError{Field: nriv1beta1.Field_FIELD_HUGEPAGE_LIMITS, Key: l.PageSize, Plugin: m.plugin, Other: m.plugin}
-				}
-			}
+		// Within one update a page size given twice is the same plugin
+		// claiming twice.
+		if m.mode == resCheck && hasPageSize(src.HugepageLimits[:i], l.PageSize) {
+			return false, &ConflictError{Field: nriv1beta1.Field_FIELD_HUGEPAGE_LIMITS, Key: l.PageSize, Plugin: m.plugin, Other: m.plugin}
 		}
 		w, err := m.claimEntry(nriv1beta1.Field_FIELD_HUGEPAGE_LIMITS, l.PageSize)
 		if err != nil {
@@ -256,25 +278,46 @@ func (m *resMerge) run(src *nriv1beta1.LinuxResources) (bool, error) {
 			m.note(nriv1beta1.Field_FIELD_HUGEPAGE_LIMITS, l.PageSize, strconv.FormatUint(l.Limit, 10))
 		}
 	}
+	return changed, nil
+}
 
-	if m.mode == resAdjust {
-		for _, d := range src.Devices {
-			if d == nil {
-				continue
-			}
-			m.touch()
-			m.dst.Devices = append(m.dst.Devices, d)
-			r := m.res()
-			if r != nil {
-				r.Devices = append(r.Devices, d)
-			}
-			changed = true
-			if m.rec.on() {
-				m.note(nriv1beta1.Field_FIELD_UNSPECIFIED, KeyDeviceCgroupRule, renderDeviceRule(d))
-			}
+// hasPageSize reports whether ls holds a limit for size.
+func hasPageSize(ls []*nriv1beta1.HugepageLimit, size string) bool {
+	for _, e := range ls {
+		if e != nil && e.PageSize == size {
+			return true
 		}
 	}
+	return false
+}
 
+// deviceRules appends the device cgroup rules, in resAdjust mode only. They
+// are not claimed: they never conflict.
+func (m *resMerge) deviceRules(src *nriv1beta1.LinuxResources) (bool, error) {
+	if m.mode != resAdjust {
+		return false, nil
+	}
+	var changed bool
+	for _, d := range src.Devices {
+		if d == nil {
+			continue
+		}
+		m.touch()
+		m.dst.Devices = append(m.dst.Devices, d)
+		if r := m.res(); r != nil {
+			r.Devices = append(r.Devices, d)
+		}
+		changed = true
+		if m.rec.on() {
+			m.note(nriv1beta1.Field_FIELD_UNSPECIFIED, KeyDeviceCgroupRule, renderDeviceRule(d))
+		}
+	}
+	return changed, nil
+}
+
+// unified merges the unified cgroup (v2) entries, keyed by name.
+func (m *resMerge) unified(src *nriv1beta1.LinuxResources) (bool, error) {
+	var changed bool
 	for k, v := range src.Unified {
 		w, err := m.claimEntry(nriv1beta1.Field_FIELD_CGROUPS_UNIFIED, k)
 		if err != nil {
@@ -299,31 +342,5 @@ func (m *resMerge) run(src *nriv1beta1.LinuxResources) (bool, error) {
 			m.note(nriv1beta1.Field_FIELD_CGROUPS_UNIFIED, k, v)
 		}
 	}
-
-	if err := step(m.str(nriv1beta1.Field_FIELD_BLOCKIO_CLASS, src.BlockioClass, func(r *nriv1beta1.LinuxResources, v *wrapperspb.StringValue) { r.BlockioClass = v })); err != nil {
-		return changed, err
-	}
-	if err := step(m.str(nriv1beta1.Field_FIELD_RDT_CLASS, src.RdtClass, func(r *nriv1beta1.LinuxResources, v *wrapperspb.StringValue) { r.RdtClass = v })); err != nil {
-		return changed, err
-	}
-
-	if p := src.Pids; p != nil {
-		w, err := m.claim(nriv1beta1.Field_FIELD_PIDS_LIMIT)
-		if err != nil {
-			return changed, err
-		}
-		if w {
-			m.touch()
-			m.dst.Pids = p
-			if r := m.res(); r != nil {
-				r.Pids = p
-			}
-			changed = true
-			if m.rec.on() {
-				m.note(nriv1beta1.Field_FIELD_PIDS_LIMIT, "", strconv.FormatInt(p.Limit, 10))
-			}
-		}
-	}
-
 	return changed, nil
 }
