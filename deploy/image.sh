@@ -224,8 +224,8 @@ test_image() {
 
   # 1. The binaries run in the image, and the configuration it ships is valid.
   run /usr/local/bin/nrid --version | tee "$tdir/version.txt"
-  run /usr/local/bin/nrictl version | tee -a "$tdir/version.txt"
-  expect "$tdir/version.txt" "nrid " "NRI v1beta1" "protocol v1beta1"
+  run /usr/local/bin/nrictl --version | tee -a "$tdir/version.txt"
+  expect "$tdir/version.txt" "nrid " "nrictl " "protocol  v1beta1"
   run /usr/local/bin/nrid --config /etc/nri/nrid.toml --check | tee "$tdir/check.txt"
   expect "$tdir/check.txt" "configuration OK"
 
