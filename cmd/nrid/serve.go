@@ -70,9 +70,10 @@ func (d *daemon) serve(ctx context.Context) error {
 		return fmt.Errorf("takeover: %w", err)
 	}
 	s.startLaunch(ctx)
+	hsReady := s.startHandover(ctx)
 	s.logServing()
 	s.openGate(ctx, watchCtx, bridgeCtx)
-	hs, takenBy, serveErr := s.wait(ctx, s.startHandover(ctx))
+	hs, takenBy, serveErr := s.wait(ctx, hsReady)
 	endServe()
 	s.shutdown(stopWatch, hs, takenBy)
 	return serveErr
@@ -291,16 +292,12 @@ func (s *serving) openGate(ctx, watchCtx, bridgeCtx context.Context) {
 
 // startHandover opens the handover socket for the next takeover once the
 // old nrid is gone (its own socket file goes with it). The channel gets the
-// handover server, or nil when there is none.
+// handover server, or nil when there is none. Without an old nrid the
+// socket is open when startHandover returns, so that a takeover started
+// as soon as nrid logs "serving" finds it.
 func (s *serving) startHandover(ctx context.Context) <-chan *handoverServer {
 	hsReady := make(chan *handoverServer, 1)
-	go func() {
-		select {
-		case <-s.oldGone:
-		case <-ctx.Done():
-			hsReady <- nil
-			return
-		}
+	open := func() {
 		h, err := s.d.listenHandover(s.l)
 		if err != nil {
 			s.d.log.Warn("no takeover possible", "error", err)
@@ -308,6 +305,21 @@ func (s *serving) startHandover(ctx context.Context) <-chan *handoverServer {
 			go h.serve(ctx)
 		}
 		hsReady <- h
+	}
+	select {
+	case <-s.oldGone:
+		open()
+		return hsReady
+	default:
+	}
+	go func() {
+		select {
+		case <-s.oldGone:
+		case <-ctx.Done():
+			hsReady <- nil
+			return
+		}
+		open()
 	}()
 	return hsReady
 }

@@ -122,8 +122,11 @@ func TestTakeoverKeepsTheRuntimeConnection(t *testing.T) {
 	}
 	t.Logf("%d creations across the takeover, %d without the plugin's adjustment", i, unadjusted)
 	for _, bad := range []string{"classic runtime connection lost", "attached to classic runtime"} {
-		if strings.Contains(second.logs.String(), bad) || strings.Contains(first.logs.String(), bad+";") {
-			t.Errorf("a log says %q: the runtime connection was not continued", bad)
+		if strings.Contains(second.logs.String(), bad) {
+			t.Errorf("the new nrid's log says %q: the runtime connection was not continued; log:\n%s", bad, second.logs.String())
+		}
+		if strings.Contains(first.logs.String(), bad+";") {
+			t.Errorf("the old nrid's log says %q: the runtime connection was not continued; log:\n%s", bad, first.logs.String())
 		}
 	}
 	if !strings.Contains(second.logs.String(), "continuing the classic runtime connection handed over") {
