@@ -94,13 +94,7 @@ func relayed[Req any, R interface {
 	*Req
 	unsafeDecoder
 }](h *classicHandlers, call eventCall[R]) handler {
-	return func(ctx context.Context, payload []byte) ([]byte, error) {
-		req := R(new(Req))
-		if err := req.UnmarshalVTUnsafe(payload); err != nil {
-			return nil, decodeError{err}
-		}
-		return call(ctx, req, server.Encoded(payload), h.r.budget())
-	}
+	return decoded[Req](h, call, true)
 }
 
 // reshaped is the entry of an event whose request the server encodes
@@ -109,10 +103,23 @@ func reshaped[Req any, R interface {
 	*Req
 	unsafeDecoder
 }](h *classicHandlers, call eventCall[R]) handler {
+	return decoded[Req](h, call, false)
+}
+
+// decoded decodes an event's request straight into its v1beta1 message and
+// calls call with the budget and, with encoded, the payload as the
+// request's encoding.
+func decoded[Req any, R interface {
+	*Req
+	unsafeDecoder
+}](h *classicHandlers, call eventCall[R], encoded bool) handler {
 	return func(ctx context.Context, payload []byte) ([]byte, error) {
 		req := R(new(Req))
 		if err := req.UnmarshalVTUnsafe(payload); err != nil {
 			return nil, decodeError{err}
+		}
+		if encoded {
+			return call(ctx, req, server.Encoded(payload), h.r.budget())
 		}
 		return call(ctx, req, h.r.budget())
 	}

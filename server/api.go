@@ -120,11 +120,11 @@ func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateCont
 		if !s.mayValidate(req, fl.order) {
 			mopts = append(mopts, merge.WithoutPristine())
 		}
-		if fl.raw != nil && !normalised(req) {
+		m := merge.NewCreate(req, mopts...)
+		if fl.raw != nil && m.Reshaped() {
 			// Plugins get the same shape whichever encoding they are sent.
 			fl.raw = append(fl.raw, normalisedShape...)
 		}
-		m := merge.NewCreate(req, mopts...)
 		if _, err := dispatch(ctx, s, evCreateContainer, req, fl, createMerge(m, req)); err != nil {
 			return err
 		}

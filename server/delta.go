@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/server/merge"
 )
 
 // additiveDelta returns what merging adj will change in a CreateContainer
@@ -61,27 +62,17 @@ func envName(e string) string {
 }
 
 // normalisedShape encodes a CreateContainerRequest holding, each empty,
-// the messages merge.NewCreate adds to a container that lacks them.
-// Appended to a request's encoding it adds those the request lacks and
-// changes nothing else, so that a plugin sent a handed-over encoding
-// (Encoded) sees the request in the shape merge.NewCreate gives it.
+// the messages merge.NewCreate adds to a container that lacks them (it is
+// made by NewCreate itself). Appended to a request's encoding it adds those
+// the request lacks and changes nothing else, so that a plugin sent a
+// handed-over encoding (Encoded) sees the request in the shape
+// merge.NewCreate gives it.
 var normalisedShape = func() []byte {
-	b, err := (&nriv1beta1.CreateContainerRequest{Container: &nriv1beta1.Container{
-		Hooks: &nriv1beta1.Hooks{},
-		Linux: &nriv1beta1.LinuxContainer{Resources: &nriv1beta1.LinuxResources{
-			Memory: &nriv1beta1.LinuxMemory{}, Cpu: &nriv1beta1.LinuxCPU{},
-		}},
-	}}).MarshalVT()
+	req := &nriv1beta1.CreateContainerRequest{}
+	merge.NewCreate(req)
+	b, err := req.MarshalVT()
 	if err != nil {
 		panic(err)
 	}
 	return b
 }()
-
-// normalised reports whether req already has every message
-// merge.NewCreate adds.
-func normalised(req *nriv1beta1.CreateContainerRequest) bool {
-	c := req.GetContainer()
-	r := c.GetLinux().GetResources()
-	return c.GetHooks() != nil && r.GetMemory() != nil && r.GetCpu() != nil
-}

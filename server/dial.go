@@ -103,7 +103,7 @@ func unreachableRefusal() error {
 // full ("NN-name") that id registered, through the Dialer. Nothing is
 // dialed until the first call (Configure), and every failure to connect
 // then is unreachableRefusal.
-func (s *Server) dialPlugin(ctx context.Context, full, endpoint string, id Identity) (conn, error) {
+func (s *Server) dialPlugin(ctx context.Context, full, endpoint string, id Identity) (*conn, error) {
 	if s.opts.dialer == nil {
 		return nil, refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
 			"endpoint: this server dials no plugin endpoints (it has no Dialer); only in-process plugins register with it")
@@ -130,12 +130,11 @@ func (s *Server) dialPlugin(ctx context.Context, full, endpoint string, id Ident
 		return nil, refusal(code, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_ENDPOINT, "endpoint",
 			"endpoint: %s", clip(msg))
 	}
-	return &remoteConn{cc: pc}, nil
+	return &conn{cc: pc}, nil
 }
 
 // connUnreachable reports whether err, the failure of a call to p, came
 // from having no connection to the plugin (PluginConn.Unreachable).
 func connUnreachable(p *plugin, err error) bool {
-	rc, ok := p.c.(*remoteConn)
-	return ok && rc.cc.Unreachable(err)
+	return p.c.cc != nil && p.c.cc.Unreachable(err)
 }

@@ -4,15 +4,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
 )
 
 // eventInfo describes one lifecycle event, whatever its types: its enum
-// value, the PluginService method that delivers it, and how its errors are
-// treated.
+// value, its name, and how its errors are treated.
 type eventInfo struct {
-	event  nriv1beta1.Event
-	name   string // pretty name, as in classic NRI ("CreateContainer")
-	method string // full gRPC method name
+	event nriv1beta1.Event
+	name  string // pretty name, as in classic NRI ("CreateContainer")
 	// creating events can be vetoed: a plugin error fails them, and a
 	// required plugin's absence fails them.
 	creating bool
@@ -30,40 +29,40 @@ type event[Req, Rsp proto.Message] struct {
 
 // newEvent describes the event ev delivered by m; creating events can be
 // vetoed.
-func newEvent[Req, Rsp proto.Message](ev nriv1beta1.Event, name string, creating bool, m rpc[Req, Rsp]) event[Req, Rsp] {
-	return event[Req, Rsp]{eventInfo: &eventInfo{event: ev, name: name, method: m.method, creating: creating}, rpc: m}
+func newEvent[Req, Rsp proto.Message](ev nriv1beta1.Event, creating bool, m rpc[Req, Rsp]) event[Req, Rsp] {
+	return event[Req, Rsp]{eventInfo: &eventInfo{event: ev, name: nri.EventName(ev), creating: creating}, rpc: m}
 }
 
 type pss = nriv1beta1.PluginServiceServer
 
 // The lifecycle events.
 var (
-	evRunPodSandbox = newEvent(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX, "RunPodSandbox", true,
+	evRunPodSandbox = newEvent(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX, true,
 		newRPC(nriv1beta1.PluginService_RunPodSandbox_FullMethodName, pss.RunPodSandbox))
-	evUpdatePodSandbox = newEvent(nriv1beta1.Event_EVENT_UPDATE_POD_SANDBOX, "UpdatePodSandbox", true,
+	evUpdatePodSandbox = newEvent(nriv1beta1.Event_EVENT_UPDATE_POD_SANDBOX, true,
 		newRPC(nriv1beta1.PluginService_UpdatePodSandbox_FullMethodName, pss.UpdatePodSandbox))
-	evPostUpdatePodSandbox = newEvent(nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX, "PostUpdatePodSandbox", false,
+	evPostUpdatePodSandbox = newEvent(nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX, false,
 		newRPC(nriv1beta1.PluginService_PostUpdatePodSandbox_FullMethodName, pss.PostUpdatePodSandbox))
-	evStopPodSandbox = newEvent(nriv1beta1.Event_EVENT_STOP_POD_SANDBOX, "StopPodSandbox", false,
+	evStopPodSandbox = newEvent(nriv1beta1.Event_EVENT_STOP_POD_SANDBOX, false,
 		newRPC(nriv1beta1.PluginService_StopPodSandbox_FullMethodName, pss.StopPodSandbox))
-	evRemovePodSandbox = newEvent(nriv1beta1.Event_EVENT_REMOVE_POD_SANDBOX, "RemovePodSandbox", false,
+	evRemovePodSandbox = newEvent(nriv1beta1.Event_EVENT_REMOVE_POD_SANDBOX, false,
 		newRPC(nriv1beta1.PluginService_RemovePodSandbox_FullMethodName, pss.RemovePodSandbox))
-	evCreateContainer = newEvent(nriv1beta1.Event_EVENT_CREATE_CONTAINER, "CreateContainer", true,
+	evCreateContainer = newEvent(nriv1beta1.Event_EVENT_CREATE_CONTAINER, true,
 		newRPC(nriv1beta1.PluginService_CreateContainer_FullMethodName, pss.CreateContainer))
-	evPostCreateContainer = newEvent(nriv1beta1.Event_EVENT_POST_CREATE_CONTAINER, "PostCreateContainer", false,
+	evPostCreateContainer = newEvent(nriv1beta1.Event_EVENT_POST_CREATE_CONTAINER, false,
 		newRPC(nriv1beta1.PluginService_PostCreateContainer_FullMethodName, pss.PostCreateContainer))
-	evStartContainer = newEvent(nriv1beta1.Event_EVENT_START_CONTAINER, "StartContainer", true,
+	evStartContainer = newEvent(nriv1beta1.Event_EVENT_START_CONTAINER, true,
 		newRPC(nriv1beta1.PluginService_StartContainer_FullMethodName, pss.StartContainer))
-	evPostStartContainer = newEvent(nriv1beta1.Event_EVENT_POST_START_CONTAINER, "PostStartContainer", false,
+	evPostStartContainer = newEvent(nriv1beta1.Event_EVENT_POST_START_CONTAINER, false,
 		newRPC(nriv1beta1.PluginService_PostStartContainer_FullMethodName, pss.PostStartContainer))
-	evUpdateContainer = newEvent(nriv1beta1.Event_EVENT_UPDATE_CONTAINER, "UpdateContainer", true,
+	evUpdateContainer = newEvent(nriv1beta1.Event_EVENT_UPDATE_CONTAINER, true,
 		newRPC(nriv1beta1.PluginService_UpdateContainer_FullMethodName, pss.UpdateContainer))
-	evPostUpdateContainer = newEvent(nriv1beta1.Event_EVENT_POST_UPDATE_CONTAINER, "PostUpdateContainer", false,
+	evPostUpdateContainer = newEvent(nriv1beta1.Event_EVENT_POST_UPDATE_CONTAINER, false,
 		newRPC(nriv1beta1.PluginService_PostUpdateContainer_FullMethodName, pss.PostUpdateContainer))
-	evStopContainer = newEvent(nriv1beta1.Event_EVENT_STOP_CONTAINER, "StopContainer", false,
+	evStopContainer = newEvent(nriv1beta1.Event_EVENT_STOP_CONTAINER, false,
 		newRPC(nriv1beta1.PluginService_StopContainer_FullMethodName, pss.StopContainer))
-	evRemoveContainer = newEvent(nriv1beta1.Event_EVENT_REMOVE_CONTAINER, "RemoveContainer", false,
+	evRemoveContainer = newEvent(nriv1beta1.Event_EVENT_REMOVE_CONTAINER, false,
 		newRPC(nriv1beta1.PluginService_RemoveContainer_FullMethodName, pss.RemoveContainer))
-	evValidate = newEvent(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT, "ValidateContainerAdjustment", true,
+	evValidate = newEvent(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT, true,
 		newRPC(nriv1beta1.PluginService_ValidateContainerAdjustment_FullMethodName, pss.ValidateContainerAdjustment))
 )

@@ -54,7 +54,7 @@ type plugin struct {
 	caller     string
 	endpoint   string
 	kind       nriv1beta1.PluginKind
-	c          conn
+	c          *conn
 	md         metadata.MD
 
 	nriVersion, pluginVersion string

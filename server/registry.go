@@ -198,7 +198,7 @@ func (s *Server) RegisterInProcess(ctx context.Context, reg Registration, impl n
 	if err := checkRegistration(reg); err != nil {
 		return nil, err
 	}
-	p, err := s.register(ctx, reg, &inProcessConn{impl: impl})
+	p, err := s.register(ctx, reg, &conn{impl: impl})
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (s *Server) RegisterInProcess(ctx context.Context, reg Registration, impl n
 // register runs a registration whose request passed checkRegistration:
 // Configure, cut, Synchronize, promotion. On failure the connection is
 // closed and the error is a status naming the rule.
-func (s *Server) register(ctx context.Context, reg Registration, c conn) (*plugin, error) {
+func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plugin, error) {
 	s.mu.Lock()
 	closing := s.closing
 	s.mu.Unlock()

@@ -63,10 +63,10 @@ func call[Req, Rsp proto.Message](ctx context.Context, p *plugin, m rpc[Req, Rsp
 		rsp Rsp
 		err error
 	)
-	if impl := p.c.inProcess(); impl != nil {
-		rsp, err = callLocal(cctx, impl, m, req)
+	if p.c.impl != nil {
+		rsp, err = callLocal(cctx, p.c.impl, m, req)
 	} else {
-		rsp, err = callRemote(cctx, p.c, m, req, raw)
+		rsp, err = callRemote(cctx, p.c.cc, m, req, raw)
 	}
 	if err != nil {
 		return zero, err
@@ -79,14 +79,14 @@ func call[Req, Rsp proto.Message](ctx context.Context, p *plugin, m rpc[Req, Rsp
 	return rsp, nil
 }
 
-// callRemote sends req, or raw when it is not nil, over c.
-func callRemote[Req, Rsp proto.Message](ctx context.Context, c conn, m rpc[Req, Rsp], req Req, raw []byte) (Rsp, error) {
+// callRemote sends req, or raw when it is not nil, over cc.
+func callRemote[Req, Rsp proto.Message](ctx context.Context, cc PluginConn, m rpc[Req, Rsp], req Req, raw []byte) (Rsp, error) {
 	var in any = req
 	if raw != nil {
 		in = &codec.Raw{Data: raw}
 	}
 	rsp := m.newRsp()
-	if err := c.invoke(ctx, m.method, in, rsp); err != nil {
+	if err := cc.Invoke(ctx, m.method, in, rsp, codec.CallOption()); err != nil {
 		var zero Rsp
 		return zero, err
 	}

@@ -26,6 +26,7 @@ type Create struct {
 	upd   updates
 
 	keepPristine bool
+	reshaped     bool // NewCreate added messages req.Container lacked
 	touched      bool // req.Container was modified at least once
 	pristine     *nriv1beta1.Container
 
@@ -53,26 +54,28 @@ func WithoutPristine() CreateOption {
 // when a plugin writes to them.) Call it before encoding the request for the
 // first plugin.
 func NewCreate(req *nriv1beta1.CreateContainerRequest, opts ...CreateOption) *Create {
+	reshaped := false
 	if req.Container == nil {
-		req.Container = &nriv1beta1.Container{}
+		req.Container, reshaped = &nriv1beta1.Container{}, true
 	}
 	ctr := req.Container
 	if ctr.Hooks == nil {
-		ctr.Hooks = &nriv1beta1.Hooks{}
+		ctr.Hooks, reshaped = &nriv1beta1.Hooks{}, true
 	}
 	if ctr.Linux == nil {
-		ctr.Linux = &nriv1beta1.LinuxContainer{}
+		ctr.Linux, reshaped = &nriv1beta1.LinuxContainer{}, true
 	}
 	if ctr.Linux.Resources == nil {
-		ctr.Linux.Resources = &nriv1beta1.LinuxResources{}
+		ctr.Linux.Resources, reshaped = &nriv1beta1.LinuxResources{}, true
 	}
 	if ctr.Linux.Resources.Memory == nil {
-		ctr.Linux.Resources.Memory = &nriv1beta1.LinuxMemory{}
+		ctr.Linux.Resources.Memory, reshaped = &nriv1beta1.LinuxMemory{}, true
 	}
 	if ctr.Linux.Resources.Cpu == nil {
-		ctr.Linux.Resources.Cpu = &nriv1beta1.LinuxCPU{}
+		ctr.Linux.Resources.Cpu, reshaped = &nriv1beta1.LinuxCPU{}, true
 	}
 	c := &Create{
+		reshaped:     reshaped,
 		req:          req,
 		ctr:          ctr,
 		id:           ctr.Id,
@@ -84,6 +87,10 @@ func NewCreate(req *nriv1beta1.CreateContainerRequest, opts ...CreateOption) *Cr
 	}
 	return c
 }
+
+// Reshaped reports whether NewCreate added messages the request lacked:
+// an encoding of the request made before NewCreate lacks them too.
+func (c *Create) Reshaped() bool { return c.reshaped }
 
 // Apply merges the response of plugin (its full name, "NN-name") into the
 // result, and writes the accepted changes into the request's container too,
