@@ -148,6 +148,68 @@ func (PluginState) EnumDescriptor() ([]byte, []int) {
 	return file_nri_v1beta1_admin_service_proto_rawDescGZIP(), []int{1}
 }
 
+// NotReadyPolicy is what the server does with an event for a plugin whose
+// status is NOT_READY.
+type NotReadyPolicy int32
+
+const (
+	// Not set; the server's default applies (WAIT for required plugins, SKIP
+	// for the others).
+	NotReadyPolicy_NOT_READY_POLICY_UNSPECIFIED NotReadyPolicy = 0
+	// Wait for READY or DEGRADED within the event's budget; when the budget
+	// ends the call counts as unavailable and the failure policy applies.
+	NotReadyPolicy_NOT_READY_POLICY_WAIT NotReadyPolicy = 1
+	// Do not call the plugin; the call counts as unavailable at once and the
+	// failure policy applies.
+	NotReadyPolicy_NOT_READY_POLICY_FAIL NotReadyPolicy = 2
+	// Do not call the plugin; the event goes on without it, whatever its
+	// failure policy.
+	NotReadyPolicy_NOT_READY_POLICY_SKIP NotReadyPolicy = 3
+)
+
+// Enum value maps for NotReadyPolicy.
+var (
+	NotReadyPolicy_name = map[int32]string{
+		0: "NOT_READY_POLICY_UNSPECIFIED",
+		1: "NOT_READY_POLICY_WAIT",
+		2: "NOT_READY_POLICY_FAIL",
+		3: "NOT_READY_POLICY_SKIP",
+	}
+	NotReadyPolicy_value = map[string]int32{
+		"NOT_READY_POLICY_UNSPECIFIED": 0,
+		"NOT_READY_POLICY_WAIT":        1,
+		"NOT_READY_POLICY_FAIL":        2,
+		"NOT_READY_POLICY_SKIP":        3,
+	}
+)
+
+func (x NotReadyPolicy) Enum() *NotReadyPolicy {
+	p := new(NotReadyPolicy)
+	*p = x
+	return p
+}
+
+func (x NotReadyPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NotReadyPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_nri_v1beta1_admin_service_proto_enumTypes[2].Descriptor()
+}
+
+func (NotReadyPolicy) Type() protoreflect.EnumType {
+	return &file_nri_v1beta1_admin_service_proto_enumTypes[2]
+}
+
+func (x NotReadyPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NotReadyPolicy.Descriptor instead.
+func (NotReadyPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_nri_v1beta1_admin_service_proto_rawDescGZIP(), []int{2}
+}
+
 // CallOutcome is the outcome of one call to one plugin.
 type CallOutcome int32
 
@@ -213,11 +275,11 @@ func (x CallOutcome) String() string {
 }
 
 func (CallOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_nri_v1beta1_admin_service_proto_enumTypes[2].Descriptor()
+	return file_nri_v1beta1_admin_service_proto_enumTypes[3].Descriptor()
 }
 
 func (CallOutcome) Type() protoreflect.EnumType {
-	return &file_nri_v1beta1_admin_service_proto_enumTypes[2]
+	return &file_nri_v1beta1_admin_service_proto_enumTypes[3]
 }
 
 func (x CallOutcome) Number() protoreflect.EnumNumber {
@@ -226,7 +288,7 @@ func (x CallOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CallOutcome.Descriptor instead.
 func (CallOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_nri_v1beta1_admin_service_proto_rawDescGZIP(), []int{2}
+	return file_nri_v1beta1_admin_service_proto_rawDescGZIP(), []int{3}
 }
 
 // DispatchOutcome is the outcome of one event.
@@ -282,11 +344,11 @@ func (x DispatchOutcome) String() string {
 }
 
 func (DispatchOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_nri_v1beta1_admin_service_proto_enumTypes[3].Descriptor()
+	return file_nri_v1beta1_admin_service_proto_enumTypes[4].Descriptor()
 }
 
 func (DispatchOutcome) Type() protoreflect.EnumType {
-	return &file_nri_v1beta1_admin_service_proto_enumTypes[3]
+	return &file_nri_v1beta1_admin_service_proto_enumTypes[4]
 }
 
 func (x DispatchOutcome) Number() protoreflect.EnumNumber {
@@ -295,7 +357,7 @@ func (x DispatchOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DispatchOutcome.Descriptor instead.
 func (DispatchOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_nri_v1beta1_admin_service_proto_rawDescGZIP(), []int{3}
+	return file_nri_v1beta1_admin_service_proto_rawDescGZIP(), []int{4}
 }
 
 // PluginCounters count a plugin's calls by outcome since it registered.
@@ -313,9 +375,18 @@ type PluginCounters struct {
 	// or by the value rules (a value the runtime spec or the kernel forbids).
 	Refused uint64 `protobuf:"varint,5,opt,name=refused,proto3" json:"refused,omitempty"`
 	// Errors returned for notification and teardown events.
-	Errors        uint64 `protobuf:"varint,6,opt,name=errors,proto3" json:"errors,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Errors uint64 `protobuf:"varint,6,opt,name=errors,proto3" json:"errors,omitempty"`
+	// Events not delivered because the plugin's selectors exclude their pod
+	// or container (subscribed events only).
+	Filtered uint64 `protobuf:"varint,7,opt,name=filtered,proto3" json:"filtered,omitempty"`
+	// Events the plugin was not called for because it was NOT_READY and the
+	// policy let them go on without it.
+	NotReadySkips uint64 `protobuf:"varint,8,opt,name=not_ready_skips,json=notReadySkips,proto3" json:"not_ready_skips,omitempty"`
+	// Synchronizations the plugin asked for (RequestResync), merged requests
+	// counted once.
+	RequestedResyncs uint64 `protobuf:"varint,9,opt,name=requested_resyncs,json=requestedResyncs,proto3" json:"requested_resyncs,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PluginCounters) Reset() {
@@ -390,6 +461,27 @@ func (x *PluginCounters) GetErrors() uint64 {
 	return 0
 }
 
+func (x *PluginCounters) GetFiltered() uint64 {
+	if x != nil {
+		return x.Filtered
+	}
+	return 0
+}
+
+func (x *PluginCounters) GetNotReadySkips() uint64 {
+	if x != nil {
+		return x.NotReadySkips
+	}
+	return 0
+}
+
+func (x *PluginCounters) GetRequestedResyncs() uint64 {
+	if x != nil {
+		return x.RequestedResyncs
+	}
+	return 0
+}
+
 // PluginInfo describes a registered plugin.
 type PluginInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -423,8 +515,18 @@ type PluginInfo struct {
 	NriVersion string `protobuf:"bytes,14,opt,name=nri_version,json=nriVersion,proto3" json:"nri_version,omitempty"`
 	// Plugin software version the plugin reported.
 	PluginVersion string `protobuf:"bytes,15,opt,name=plugin_version,json=pluginVersion,proto3" json:"plugin_version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Event selectors in effect; empty: every pod and container.
+	Selectors []*EventSelector `protobuf:"bytes,16,rep,name=selectors,proto3" json:"selectors,omitempty"`
+	// Status the plugin last reported (UNSPECIFIED is shown as READY).
+	Status PluginStatus `protobuf:"varint,17,opt,name=status,proto3,enum=nri.v1beta1.PluginStatus" json:"status,omitempty"`
+	// Reason given with the status.
+	StatusReason string `protobuf:"bytes,18,opt,name=status_reason,json=statusReason,proto3" json:"status_reason,omitempty"`
+	// When the status last changed.
+	StatusSince *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=status_since,json=statusSince,proto3" json:"status_since,omitempty"`
+	// What a NOT_READY status means for this plugin's events, after policy.
+	NotReadyPolicy NotReadyPolicy `protobuf:"varint,20,opt,name=not_ready_policy,json=notReadyPolicy,proto3,enum=nri.v1beta1.NotReadyPolicy" json:"not_ready_policy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PluginInfo) Reset() {
@@ -560,6 +662,41 @@ func (x *PluginInfo) GetPluginVersion() string {
 		return x.PluginVersion
 	}
 	return ""
+}
+
+func (x *PluginInfo) GetSelectors() []*EventSelector {
+	if x != nil {
+		return x.Selectors
+	}
+	return nil
+}
+
+func (x *PluginInfo) GetStatus() PluginStatus {
+	if x != nil {
+		return x.Status
+	}
+	return PluginStatus_PLUGIN_STATUS_UNSPECIFIED
+}
+
+func (x *PluginInfo) GetStatusReason() string {
+	if x != nil {
+		return x.StatusReason
+	}
+	return ""
+}
+
+func (x *PluginInfo) GetStatusSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StatusSince
+	}
+	return nil
+}
+
+func (x *PluginInfo) GetNotReadyPolicy() NotReadyPolicy {
+	if x != nil {
+		return x.NotReadyPolicy
+	}
+	return NotReadyPolicy_NOT_READY_POLICY_UNSPECIFIED
 }
 
 // ListPluginsRequest lists plugins.
@@ -1547,14 +1684,17 @@ var File_nri_v1beta1_admin_service_proto protoreflect.FileDescriptor
 
 const file_nri_v1beta1_admin_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1fnri/v1beta1/admin_service.proto\x12\vnri.v1beta1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a nri/v1beta1/plugin_service.proto\x1a\x17nri/v1beta1/types.proto\"\xae\x01\n" +
+	"\x1fnri/v1beta1/admin_service.proto\x12\vnri.v1beta1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a nri/v1beta1/plugin_service.proto\x1a\x17nri/v1beta1/types.proto\"\x9f\x02\n" +
 	"\x0ePluginCounters\x12\x14\n" +
 	"\x05calls\x18\x01 \x01(\x04R\x05calls\x12\x16\n" +
 	"\x06vetoes\x18\x02 \x01(\x04R\x06vetoes\x12\x1a\n" +
 	"\btimeouts\x18\x03 \x01(\x04R\btimeouts\x12 \n" +
 	"\vunavailable\x18\x04 \x01(\x04R\vunavailable\x12\x18\n" +
 	"\arefused\x18\x05 \x01(\x04R\arefused\x12\x16\n" +
-	"\x06errors\x18\x06 \x01(\x04R\x06errors\"\xb9\x05\n" +
+	"\x06errors\x18\x06 \x01(\x04R\x06errors\x12\x1a\n" +
+	"\bfiltered\x18\a \x01(\x04R\bfiltered\x12&\n" +
+	"\x0fnot_ready_skips\x18\b \x01(\x04R\rnotReadySkips\x12+\n" +
+	"\x11requested_resyncs\x18\t \x01(\x04R\x10requestedResyncs\"\xd1\a\n" +
 	"\n" +
 	"PluginInfo\x123\n" +
 	"\x06plugin\x18\x01 \x01(\v2\x1b.nri.v1beta1.PluginInstanceR\x06plugin\x12\x1f\n" +
@@ -1575,7 +1715,12 @@ const file_nri_v1beta1_admin_service_proto_rawDesc = "" +
 	"\bcounters\x18\r \x01(\v2\x1b.nri.v1beta1.PluginCountersR\bcounters\x12\x1f\n" +
 	"\vnri_version\x18\x0e \x01(\tR\n" +
 	"nriVersion\x12%\n" +
-	"\x0eplugin_version\x18\x0f \x01(\tR\rpluginVersion\"\x14\n" +
+	"\x0eplugin_version\x18\x0f \x01(\tR\rpluginVersion\x128\n" +
+	"\tselectors\x18\x10 \x03(\v2\x1a.nri.v1beta1.EventSelectorR\tselectors\x121\n" +
+	"\x06status\x18\x11 \x01(\x0e2\x19.nri.v1beta1.PluginStatusR\x06status\x12#\n" +
+	"\rstatus_reason\x18\x12 \x01(\tR\fstatusReason\x12=\n" +
+	"\fstatus_since\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\vstatusSince\x12E\n" +
+	"\x10not_ready_policy\x18\x14 \x01(\x0e2\x1b.nri.v1beta1.NotReadyPolicyR\x0enotReadyPolicy\"\x14\n" +
 	"\x12ListPluginsRequest\"H\n" +
 	"\x13ListPluginsResponse\x121\n" +
 	"\aplugins\x18\x01 \x03(\v2\x17.nri.v1beta1.PluginInfoR\aplugins\"(\n" +
@@ -1661,7 +1806,12 @@ const file_nri_v1beta1_admin_service_proto_rawDesc = "" +
 	"\x18PLUGIN_STATE_CONFIGURING\x10\x01\x12\x1e\n" +
 	"\x1aPLUGIN_STATE_SYNCHRONIZING\x10\x02\x12\x16\n" +
 	"\x12PLUGIN_STATE_READY\x10\x03\x12\x18\n" +
-	"\x14PLUGIN_STATE_CLOSING\x10\x04*\xfb\x01\n" +
+	"\x14PLUGIN_STATE_CLOSING\x10\x04*\x83\x01\n" +
+	"\x0eNotReadyPolicy\x12 \n" +
+	"\x1cNOT_READY_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15NOT_READY_POLICY_WAIT\x10\x01\x12\x19\n" +
+	"\x15NOT_READY_POLICY_FAIL\x10\x02\x12\x19\n" +
+	"\x15NOT_READY_POLICY_SKIP\x10\x03*\xfb\x01\n" +
 	"\vCallOutcome\x12\x1c\n" +
 	"\x18CALL_OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fCALL_OUTCOME_OK\x10\x01\x12\x15\n" +
@@ -1700,98 +1850,105 @@ func file_nri_v1beta1_admin_service_proto_rawDescGZIP() []byte {
 	return file_nri_v1beta1_admin_service_proto_rawDescData
 }
 
-var file_nri_v1beta1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_nri_v1beta1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_nri_v1beta1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_nri_v1beta1_admin_service_proto_goTypes = []any{
 	(PluginKind)(0),                  // 0: nri.v1beta1.PluginKind
 	(PluginState)(0),                 // 1: nri.v1beta1.PluginState
-	(CallOutcome)(0),                 // 2: nri.v1beta1.CallOutcome
-	(DispatchOutcome)(0),             // 3: nri.v1beta1.DispatchOutcome
-	(*PluginCounters)(nil),           // 4: nri.v1beta1.PluginCounters
-	(*PluginInfo)(nil),               // 5: nri.v1beta1.PluginInfo
-	(*ListPluginsRequest)(nil),       // 6: nri.v1beta1.ListPluginsRequest
-	(*ListPluginsResponse)(nil),      // 7: nri.v1beta1.ListPluginsResponse
-	(*GetStateRequest)(nil),          // 8: nri.v1beta1.GetStateRequest
-	(*GetStateResponse)(nil),         // 9: nri.v1beta1.GetStateResponse
-	(*Deprecation)(nil),              // 10: nri.v1beta1.Deprecation
-	(*ListDeprecationsRequest)(nil),  // 11: nri.v1beta1.ListDeprecationsRequest
-	(*ListDeprecationsResponse)(nil), // 12: nri.v1beta1.ListDeprecationsResponse
-	(*FieldChange)(nil),              // 13: nri.v1beta1.FieldChange
-	(*PluginCall)(nil),               // 14: nri.v1beta1.PluginCall
-	(*DispatchRecord)(nil),           // 15: nri.v1beta1.DispatchRecord
-	(*WatchEventsRequest)(nil),       // 16: nri.v1beta1.WatchEventsRequest
-	(*WatchEventsResponse)(nil),      // 17: nri.v1beta1.WatchEventsResponse
-	(*DryRunRequest)(nil),            // 18: nri.v1beta1.DryRunRequest
-	(*DryRunResponse)(nil),           // 19: nri.v1beta1.DryRunResponse
-	(*PluginInstance)(nil),           // 20: nri.v1beta1.PluginInstance
-	(Event)(0),                       // 21: nri.v1beta1.Event
-	(*Capabilities)(nil),             // 22: nri.v1beta1.Capabilities
-	(*FailurePolicy)(nil),            // 23: nri.v1beta1.FailurePolicy
-	(*Timeouts)(nil),                 // 24: nri.v1beta1.Timeouts
-	(*timestamppb.Timestamp)(nil),    // 25: google.protobuf.Timestamp
-	(*PodSandbox)(nil),               // 26: nri.v1beta1.PodSandbox
-	(*Container)(nil),                // 27: nri.v1beta1.Container
-	(Field)(0),                       // 28: nri.v1beta1.Field
-	(*durationpb.Duration)(nil),      // 29: google.protobuf.Duration
-	(*LinuxResources)(nil),           // 30: nri.v1beta1.LinuxResources
-	(*ContainerAdjustment)(nil),      // 31: nri.v1beta1.ContainerAdjustment
-	(*ContainerUpdate)(nil),          // 32: nri.v1beta1.ContainerUpdate
-	(*ContainerEviction)(nil),        // 33: nri.v1beta1.ContainerEviction
+	(NotReadyPolicy)(0),              // 2: nri.v1beta1.NotReadyPolicy
+	(CallOutcome)(0),                 // 3: nri.v1beta1.CallOutcome
+	(DispatchOutcome)(0),             // 4: nri.v1beta1.DispatchOutcome
+	(*PluginCounters)(nil),           // 5: nri.v1beta1.PluginCounters
+	(*PluginInfo)(nil),               // 6: nri.v1beta1.PluginInfo
+	(*ListPluginsRequest)(nil),       // 7: nri.v1beta1.ListPluginsRequest
+	(*ListPluginsResponse)(nil),      // 8: nri.v1beta1.ListPluginsResponse
+	(*GetStateRequest)(nil),          // 9: nri.v1beta1.GetStateRequest
+	(*GetStateResponse)(nil),         // 10: nri.v1beta1.GetStateResponse
+	(*Deprecation)(nil),              // 11: nri.v1beta1.Deprecation
+	(*ListDeprecationsRequest)(nil),  // 12: nri.v1beta1.ListDeprecationsRequest
+	(*ListDeprecationsResponse)(nil), // 13: nri.v1beta1.ListDeprecationsResponse
+	(*FieldChange)(nil),              // 14: nri.v1beta1.FieldChange
+	(*PluginCall)(nil),               // 15: nri.v1beta1.PluginCall
+	(*DispatchRecord)(nil),           // 16: nri.v1beta1.DispatchRecord
+	(*WatchEventsRequest)(nil),       // 17: nri.v1beta1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),      // 18: nri.v1beta1.WatchEventsResponse
+	(*DryRunRequest)(nil),            // 19: nri.v1beta1.DryRunRequest
+	(*DryRunResponse)(nil),           // 20: nri.v1beta1.DryRunResponse
+	(*PluginInstance)(nil),           // 21: nri.v1beta1.PluginInstance
+	(Event)(0),                       // 22: nri.v1beta1.Event
+	(*Capabilities)(nil),             // 23: nri.v1beta1.Capabilities
+	(*FailurePolicy)(nil),            // 24: nri.v1beta1.FailurePolicy
+	(*Timeouts)(nil),                 // 25: nri.v1beta1.Timeouts
+	(*timestamppb.Timestamp)(nil),    // 26: google.protobuf.Timestamp
+	(*EventSelector)(nil),            // 27: nri.v1beta1.EventSelector
+	(PluginStatus)(0),                // 28: nri.v1beta1.PluginStatus
+	(*PodSandbox)(nil),               // 29: nri.v1beta1.PodSandbox
+	(*Container)(nil),                // 30: nri.v1beta1.Container
+	(Field)(0),                       // 31: nri.v1beta1.Field
+	(*durationpb.Duration)(nil),      // 32: google.protobuf.Duration
+	(*LinuxResources)(nil),           // 33: nri.v1beta1.LinuxResources
+	(*ContainerAdjustment)(nil),      // 34: nri.v1beta1.ContainerAdjustment
+	(*ContainerUpdate)(nil),          // 35: nri.v1beta1.ContainerUpdate
+	(*ContainerEviction)(nil),        // 36: nri.v1beta1.ContainerEviction
 }
 var file_nri_v1beta1_admin_service_proto_depIdxs = []int32{
-	20, // 0: nri.v1beta1.PluginInfo.plugin:type_name -> nri.v1beta1.PluginInstance
+	21, // 0: nri.v1beta1.PluginInfo.plugin:type_name -> nri.v1beta1.PluginInstance
 	0,  // 1: nri.v1beta1.PluginInfo.kind:type_name -> nri.v1beta1.PluginKind
-	21, // 2: nri.v1beta1.PluginInfo.events:type_name -> nri.v1beta1.Event
-	22, // 3: nri.v1beta1.PluginInfo.capabilities:type_name -> nri.v1beta1.Capabilities
-	23, // 4: nri.v1beta1.PluginInfo.failure_policy:type_name -> nri.v1beta1.FailurePolicy
-	24, // 5: nri.v1beta1.PluginInfo.timeouts:type_name -> nri.v1beta1.Timeouts
+	22, // 2: nri.v1beta1.PluginInfo.events:type_name -> nri.v1beta1.Event
+	23, // 3: nri.v1beta1.PluginInfo.capabilities:type_name -> nri.v1beta1.Capabilities
+	24, // 4: nri.v1beta1.PluginInfo.failure_policy:type_name -> nri.v1beta1.FailurePolicy
+	25, // 5: nri.v1beta1.PluginInfo.timeouts:type_name -> nri.v1beta1.Timeouts
 	1,  // 6: nri.v1beta1.PluginInfo.state:type_name -> nri.v1beta1.PluginState
-	25, // 7: nri.v1beta1.PluginInfo.registered_at:type_name -> google.protobuf.Timestamp
-	4,  // 8: nri.v1beta1.PluginInfo.counters:type_name -> nri.v1beta1.PluginCounters
-	5,  // 9: nri.v1beta1.ListPluginsResponse.plugins:type_name -> nri.v1beta1.PluginInfo
-	26, // 10: nri.v1beta1.GetStateResponse.pods:type_name -> nri.v1beta1.PodSandbox
-	27, // 11: nri.v1beta1.GetStateResponse.containers:type_name -> nri.v1beta1.Container
-	20, // 12: nri.v1beta1.Deprecation.plugin:type_name -> nri.v1beta1.PluginInstance
-	21, // 13: nri.v1beta1.Deprecation.event:type_name -> nri.v1beta1.Event
-	25, // 14: nri.v1beta1.Deprecation.first_seen:type_name -> google.protobuf.Timestamp
-	10, // 15: nri.v1beta1.ListDeprecationsResponse.deprecations:type_name -> nri.v1beta1.Deprecation
-	28, // 16: nri.v1beta1.FieldChange.field:type_name -> nri.v1beta1.Field
-	20, // 17: nri.v1beta1.PluginCall.plugin:type_name -> nri.v1beta1.PluginInstance
-	29, // 18: nri.v1beta1.PluginCall.duration:type_name -> google.protobuf.Duration
-	2,  // 19: nri.v1beta1.PluginCall.outcome:type_name -> nri.v1beta1.CallOutcome
-	13, // 20: nri.v1beta1.PluginCall.changes:type_name -> nri.v1beta1.FieldChange
-	21, // 21: nri.v1beta1.DispatchRecord.event:type_name -> nri.v1beta1.Event
-	25, // 22: nri.v1beta1.DispatchRecord.start_time:type_name -> google.protobuf.Timestamp
-	29, // 23: nri.v1beta1.DispatchRecord.duration:type_name -> google.protobuf.Duration
-	3,  // 24: nri.v1beta1.DispatchRecord.outcome:type_name -> nri.v1beta1.DispatchOutcome
-	14, // 25: nri.v1beta1.DispatchRecord.calls:type_name -> nri.v1beta1.PluginCall
-	21, // 26: nri.v1beta1.WatchEventsRequest.events:type_name -> nri.v1beta1.Event
-	15, // 27: nri.v1beta1.WatchEventsResponse.record:type_name -> nri.v1beta1.DispatchRecord
-	21, // 28: nri.v1beta1.DryRunRequest.event:type_name -> nri.v1beta1.Event
-	26, // 29: nri.v1beta1.DryRunRequest.pod:type_name -> nri.v1beta1.PodSandbox
-	27, // 30: nri.v1beta1.DryRunRequest.container:type_name -> nri.v1beta1.Container
-	30, // 31: nri.v1beta1.DryRunRequest.linux_resources:type_name -> nri.v1beta1.LinuxResources
-	31, // 32: nri.v1beta1.DryRunResponse.adjust:type_name -> nri.v1beta1.ContainerAdjustment
-	32, // 33: nri.v1beta1.DryRunResponse.update:type_name -> nri.v1beta1.ContainerUpdate
-	33, // 34: nri.v1beta1.DryRunResponse.evict:type_name -> nri.v1beta1.ContainerEviction
-	30, // 35: nri.v1beta1.DryRunResponse.linux_resources:type_name -> nri.v1beta1.LinuxResources
-	20, // 36: nri.v1beta1.DryRunResponse.not_evaluated:type_name -> nri.v1beta1.PluginInstance
-	15, // 37: nri.v1beta1.DryRunResponse.record:type_name -> nri.v1beta1.DispatchRecord
-	6,  // 38: nri.v1beta1.AdminService.ListPlugins:input_type -> nri.v1beta1.ListPluginsRequest
-	8,  // 39: nri.v1beta1.AdminService.GetState:input_type -> nri.v1beta1.GetStateRequest
-	11, // 40: nri.v1beta1.AdminService.ListDeprecations:input_type -> nri.v1beta1.ListDeprecationsRequest
-	16, // 41: nri.v1beta1.AdminService.WatchEvents:input_type -> nri.v1beta1.WatchEventsRequest
-	18, // 42: nri.v1beta1.AdminService.DryRun:input_type -> nri.v1beta1.DryRunRequest
-	7,  // 43: nri.v1beta1.AdminService.ListPlugins:output_type -> nri.v1beta1.ListPluginsResponse
-	9,  // 44: nri.v1beta1.AdminService.GetState:output_type -> nri.v1beta1.GetStateResponse
-	12, // 45: nri.v1beta1.AdminService.ListDeprecations:output_type -> nri.v1beta1.ListDeprecationsResponse
-	17, // 46: nri.v1beta1.AdminService.WatchEvents:output_type -> nri.v1beta1.WatchEventsResponse
-	19, // 47: nri.v1beta1.AdminService.DryRun:output_type -> nri.v1beta1.DryRunResponse
-	43, // [43:48] is the sub-list for method output_type
-	38, // [38:43] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	26, // 7: nri.v1beta1.PluginInfo.registered_at:type_name -> google.protobuf.Timestamp
+	5,  // 8: nri.v1beta1.PluginInfo.counters:type_name -> nri.v1beta1.PluginCounters
+	27, // 9: nri.v1beta1.PluginInfo.selectors:type_name -> nri.v1beta1.EventSelector
+	28, // 10: nri.v1beta1.PluginInfo.status:type_name -> nri.v1beta1.PluginStatus
+	26, // 11: nri.v1beta1.PluginInfo.status_since:type_name -> google.protobuf.Timestamp
+	2,  // 12: nri.v1beta1.PluginInfo.not_ready_policy:type_name -> nri.v1beta1.NotReadyPolicy
+	6,  // 13: nri.v1beta1.ListPluginsResponse.plugins:type_name -> nri.v1beta1.PluginInfo
+	29, // 14: nri.v1beta1.GetStateResponse.pods:type_name -> nri.v1beta1.PodSandbox
+	30, // 15: nri.v1beta1.GetStateResponse.containers:type_name -> nri.v1beta1.Container
+	21, // 16: nri.v1beta1.Deprecation.plugin:type_name -> nri.v1beta1.PluginInstance
+	22, // 17: nri.v1beta1.Deprecation.event:type_name -> nri.v1beta1.Event
+	26, // 18: nri.v1beta1.Deprecation.first_seen:type_name -> google.protobuf.Timestamp
+	11, // 19: nri.v1beta1.ListDeprecationsResponse.deprecations:type_name -> nri.v1beta1.Deprecation
+	31, // 20: nri.v1beta1.FieldChange.field:type_name -> nri.v1beta1.Field
+	21, // 21: nri.v1beta1.PluginCall.plugin:type_name -> nri.v1beta1.PluginInstance
+	32, // 22: nri.v1beta1.PluginCall.duration:type_name -> google.protobuf.Duration
+	3,  // 23: nri.v1beta1.PluginCall.outcome:type_name -> nri.v1beta1.CallOutcome
+	14, // 24: nri.v1beta1.PluginCall.changes:type_name -> nri.v1beta1.FieldChange
+	22, // 25: nri.v1beta1.DispatchRecord.event:type_name -> nri.v1beta1.Event
+	26, // 26: nri.v1beta1.DispatchRecord.start_time:type_name -> google.protobuf.Timestamp
+	32, // 27: nri.v1beta1.DispatchRecord.duration:type_name -> google.protobuf.Duration
+	4,  // 28: nri.v1beta1.DispatchRecord.outcome:type_name -> nri.v1beta1.DispatchOutcome
+	15, // 29: nri.v1beta1.DispatchRecord.calls:type_name -> nri.v1beta1.PluginCall
+	22, // 30: nri.v1beta1.WatchEventsRequest.events:type_name -> nri.v1beta1.Event
+	16, // 31: nri.v1beta1.WatchEventsResponse.record:type_name -> nri.v1beta1.DispatchRecord
+	22, // 32: nri.v1beta1.DryRunRequest.event:type_name -> nri.v1beta1.Event
+	29, // 33: nri.v1beta1.DryRunRequest.pod:type_name -> nri.v1beta1.PodSandbox
+	30, // 34: nri.v1beta1.DryRunRequest.container:type_name -> nri.v1beta1.Container
+	33, // 35: nri.v1beta1.DryRunRequest.linux_resources:type_name -> nri.v1beta1.LinuxResources
+	34, // 36: nri.v1beta1.DryRunResponse.adjust:type_name -> nri.v1beta1.ContainerAdjustment
+	35, // 37: nri.v1beta1.DryRunResponse.update:type_name -> nri.v1beta1.ContainerUpdate
+	36, // 38: nri.v1beta1.DryRunResponse.evict:type_name -> nri.v1beta1.ContainerEviction
+	33, // 39: nri.v1beta1.DryRunResponse.linux_resources:type_name -> nri.v1beta1.LinuxResources
+	21, // 40: nri.v1beta1.DryRunResponse.not_evaluated:type_name -> nri.v1beta1.PluginInstance
+	16, // 41: nri.v1beta1.DryRunResponse.record:type_name -> nri.v1beta1.DispatchRecord
+	7,  // 42: nri.v1beta1.AdminService.ListPlugins:input_type -> nri.v1beta1.ListPluginsRequest
+	9,  // 43: nri.v1beta1.AdminService.GetState:input_type -> nri.v1beta1.GetStateRequest
+	12, // 44: nri.v1beta1.AdminService.ListDeprecations:input_type -> nri.v1beta1.ListDeprecationsRequest
+	17, // 45: nri.v1beta1.AdminService.WatchEvents:input_type -> nri.v1beta1.WatchEventsRequest
+	19, // 46: nri.v1beta1.AdminService.DryRun:input_type -> nri.v1beta1.DryRunRequest
+	8,  // 47: nri.v1beta1.AdminService.ListPlugins:output_type -> nri.v1beta1.ListPluginsResponse
+	10, // 48: nri.v1beta1.AdminService.GetState:output_type -> nri.v1beta1.GetStateResponse
+	13, // 49: nri.v1beta1.AdminService.ListDeprecations:output_type -> nri.v1beta1.ListDeprecationsResponse
+	18, // 50: nri.v1beta1.AdminService.WatchEvents:output_type -> nri.v1beta1.WatchEventsResponse
+	20, // 51: nri.v1beta1.AdminService.DryRun:output_type -> nri.v1beta1.DryRunResponse
+	47, // [47:52] is the sub-list for method output_type
+	42, // [42:47] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_nri_v1beta1_admin_service_proto_init() }
@@ -1806,7 +1963,7 @@ func file_nri_v1beta1_admin_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nri_v1beta1_admin_service_proto_rawDesc), len(file_nri_v1beta1_admin_service_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      5,
 			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,

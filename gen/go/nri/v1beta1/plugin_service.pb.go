@@ -37,6 +37,8 @@ const (
 	// The runtime side reconnected (for example the bridge reattached) and its
 	// state was read again.
 	SyncReason_SYNC_REASON_RUNTIME_RECONNECTED SyncReason = 3
+	// The plugin asked for its state again (RuntimeService.RequestResync).
+	SyncReason_SYNC_REASON_PLUGIN_REQUESTED SyncReason = 4
 )
 
 // Enum value maps for SyncReason.
@@ -46,12 +48,14 @@ var (
 		1: "SYNC_REASON_REGISTRATION",
 		2: "SYNC_REASON_RUNTIME_RESTARTED",
 		3: "SYNC_REASON_RUNTIME_RECONNECTED",
+		4: "SYNC_REASON_PLUGIN_REQUESTED",
 	}
 	SyncReason_value = map[string]int32{
 		"SYNC_REASON_UNSPECIFIED":         0,
 		"SYNC_REASON_REGISTRATION":        1,
 		"SYNC_REASON_RUNTIME_RESTARTED":   2,
 		"SYNC_REASON_RUNTIME_RECONNECTED": 3,
+		"SYNC_REASON_PLUGIN_REQUESTED":    4,
 	}
 )
 
@@ -2338,13 +2342,14 @@ const file_nri_v1beta1_plugin_service_proto_rawDesc = "" +
 	"\bTimeouts\x123\n" +
 	"\arequest\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\arequest\x121\n" +
 	"\x06events\x18\x02 \x03(\v2\x19.nri.v1beta1.EventTimeoutR\x06events\x12;\n" +
-	"\vsynchronize\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vsynchronize*\x8f\x01\n" +
+	"\vsynchronize\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vsynchronize*\xb1\x01\n" +
 	"\n" +
 	"SyncReason\x12\x1b\n" +
 	"\x17SYNC_REASON_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18SYNC_REASON_REGISTRATION\x10\x01\x12!\n" +
 	"\x1dSYNC_REASON_RUNTIME_RESTARTED\x10\x02\x12#\n" +
-	"\x1fSYNC_REASON_RUNTIME_RECONNECTED\x10\x03*\xae\x01\n" +
+	"\x1fSYNC_REASON_RUNTIME_RECONNECTED\x10\x03\x12 \n" +
+	"\x1cSYNC_REASON_PLUGIN_REQUESTED\x10\x04*\xae\x01\n" +
 	"\fShutdownKind\x12\x1d\n" +
 	"\x19SHUTDOWN_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dSHUTDOWN_KIND_SERVER_STOPPING\x10\x01\x12\x1a\n" +

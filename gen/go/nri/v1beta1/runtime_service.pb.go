@@ -54,6 +54,10 @@ const (
 	// The capabilities or timeouts are invalid (for example a negative
 	// timeout).
 	RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES RegistrationRefusal = 11
+	// A selector is invalid (too many entries, an entry too long or not
+	// UTF-8, a label selector that does not parse), or status is out of
+	// range.
+	RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_SELECTORS RegistrationRefusal = 12
 )
 
 // Enum value maps for RegistrationRefusal.
@@ -71,6 +75,7 @@ var (
 		9:  "REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED",
 		10: "REGISTRATION_REFUSAL_SHUTTING_DOWN",
 		11: "REGISTRATION_REFUSAL_INVALID_CAPABILITIES",
+		12: "REGISTRATION_REFUSAL_INVALID_SELECTORS",
 	}
 	RegistrationRefusal_value = map[string]int32{
 		"REGISTRATION_REFUSAL_UNSPECIFIED":          0,
@@ -85,6 +90,7 @@ var (
 		"REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED":   9,
 		"REGISTRATION_REFUSAL_SHUTTING_DOWN":        10,
 		"REGISTRATION_REFUSAL_INVALID_CAPABILITIES": 11,
+		"REGISTRATION_REFUSAL_INVALID_SELECTORS":    12,
 	}
 )
 
@@ -138,6 +144,18 @@ type RegisterPluginRequest struct {
 	Timeouts *Timeouts `protobuf:"bytes,1002,opt,name=timeouts,proto3" json:"timeouts,omitempty"`
 	// Version of the plugin itself. Informational, shown by AdminService.
 	PluginVersion string `protobuf:"bytes,1003,opt,name=plugin_version,json=pluginVersion,proto3" json:"plugin_version,omitempty"`
+	// Event selectors: when any are given, the plugin receives the events,
+	// and the Synchronize state, of the pods and containers at least one
+	// selector matches, and nothing of the others (their events never wait
+	// for it, and a required plugin is required only for what it selects).
+	// Empty: everything. At most 16 selectors.
+	Selectors []*EventSelector `protobuf:"bytes,1004,rep,name=selectors,proto3" json:"selectors,omitempty"`
+	// Status the plugin registers with; UNSPECIFIED means READY. A plugin
+	// that needs time to warm up registers NOT_READY and reports READY with
+	// SetPluginStatus when it is.
+	Status PluginStatus `protobuf:"varint,1005,opt,name=status,proto3,enum=nri.v1beta1.PluginStatus" json:"status,omitempty"`
+	// Reason for status, as in SetPluginStatusRequest.reason.
+	StatusReason  string `protobuf:"bytes,1006,opt,name=status_reason,json=statusReason,proto3" json:"status_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -221,6 +239,213 @@ func (x *RegisterPluginRequest) GetPluginVersion() string {
 	return ""
 }
 
+func (x *RegisterPluginRequest) GetSelectors() []*EventSelector {
+	if x != nil {
+		return x.Selectors
+	}
+	return nil
+}
+
+func (x *RegisterPluginRequest) GetStatus() PluginStatus {
+	if x != nil {
+		return x.Status
+	}
+	return PluginStatus_PLUGIN_STATUS_UNSPECIFIED
+}
+
+func (x *RegisterPluginRequest) GetStatusReason() string {
+	if x != nil {
+		return x.StatusReason
+	}
+	return ""
+}
+
+// SetPluginStatusRequest reports a plugin's status.
+type SetPluginStatusRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new status; UNSPECIFIED means READY.
+	Status PluginStatus `protobuf:"varint,1,opt,name=status,proto3,enum=nri.v1beta1.PluginStatus" json:"status,omitempty"`
+	// Why, for operators (AdminService, nrictl, logs). UTF-8, at most 1024
+	// bytes.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPluginStatusRequest) Reset() {
+	*x = SetPluginStatusRequest{}
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPluginStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPluginStatusRequest) ProtoMessage() {}
+
+func (x *SetPluginStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPluginStatusRequest.ProtoReflect.Descriptor instead.
+func (*SetPluginStatusRequest) Descriptor() ([]byte, []int) {
+	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetPluginStatusRequest) GetStatus() PluginStatus {
+	if x != nil {
+		return x.Status
+	}
+	return PluginStatus_PLUGIN_STATUS_UNSPECIFIED
+}
+
+func (x *SetPluginStatusRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// SetPluginStatusResponse acknowledges a status report.
+type SetPluginStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPluginStatusResponse) Reset() {
+	*x = SetPluginStatusResponse{}
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPluginStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPluginStatusResponse) ProtoMessage() {}
+
+func (x *SetPluginStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPluginStatusResponse.ProtoReflect.Descriptor instead.
+func (*SetPluginStatusResponse) Descriptor() ([]byte, []int) {
+	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{2}
+}
+
+// RequestResyncRequest asks for the runtime's state again.
+type RequestResyncRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why, for operators and logs. UTF-8, at most 1024 bytes.
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestResyncRequest) Reset() {
+	*x = RequestResyncRequest{}
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestResyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestResyncRequest) ProtoMessage() {}
+
+func (x *RequestResyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestResyncRequest.ProtoReflect.Descriptor instead.
+func (*RequestResyncRequest) Descriptor() ([]byte, []int) {
+	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RequestResyncRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// RequestResyncResponse acknowledges a resync request.
+type RequestResyncResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Epoch of the Synchronize that will carry the state (a pending request's
+	// epoch when the request was merged into it).
+	Epoch         uint64 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestResyncResponse) Reset() {
+	*x = RequestResyncResponse{}
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestResyncResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestResyncResponse) ProtoMessage() {}
+
+func (x *RequestResyncResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestResyncResponse.ProtoReflect.Descriptor instead.
+func (*RequestResyncResponse) Descriptor() ([]byte, []int) {
+	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RequestResyncResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // RegisterPluginResponse is one message of a registration session.
 type RegisterPluginResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -236,7 +461,7 @@ type RegisterPluginResponse struct {
 
 func (x *RegisterPluginResponse) Reset() {
 	*x = RegisterPluginResponse{}
-	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[1]
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -248,7 +473,7 @@ func (x *RegisterPluginResponse) String() string {
 func (*RegisterPluginResponse) ProtoMessage() {}
 
 func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[1]
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -261,7 +486,7 @@ func (x *RegisterPluginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPluginResponse.ProtoReflect.Descriptor instead.
 func (*RegisterPluginResponse) Descriptor() ([]byte, []int) {
-	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{1}
+	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RegisterPluginResponse) GetMessage() isRegisterPluginResponse_Message {
@@ -317,14 +542,17 @@ type Registered struct {
 	Identity string `protobuf:"bytes,9,opt,name=identity,proto3" json:"identity,omitempty"`
 	// Event subscription mask in effect (see ConfigureResponse.events); a
 	// requested 0 is reported as the full mask 0x3FFF.
-	Events        int32 `protobuf:"varint,10,opt,name=events,proto3" json:"events,omitempty"`
+	Events int32 `protobuf:"varint,10,opt,name=events,proto3" json:"events,omitempty"`
+	// Event selectors in effect, as validated (see
+	// RegisterPluginRequest.selectors); empty: every pod and container.
+	Selectors     []*EventSelector `protobuf:"bytes,11,rep,name=selectors,proto3" json:"selectors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[2]
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +564,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[2]
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +577,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{2}
+	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Registered) GetInstanceId() string {
@@ -422,6 +650,13 @@ func (x *Registered) GetEvents() int32 {
 	return 0
 }
 
+func (x *Registered) GetSelectors() []*EventSelector {
+	if x != nil {
+		return x.Selectors
+	}
+	return nil
+}
+
 // UpdateContainersRequest asks for unsolicited updates and evictions.
 // Wire-compatible with v1alpha1 UpdateContainersRequest.
 type UpdateContainersRequest struct {
@@ -436,7 +671,7 @@ type UpdateContainersRequest struct {
 
 func (x *UpdateContainersRequest) Reset() {
 	*x = UpdateContainersRequest{}
-	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[3]
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -448,7 +683,7 @@ func (x *UpdateContainersRequest) String() string {
 func (*UpdateContainersRequest) ProtoMessage() {}
 
 func (x *UpdateContainersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[3]
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -461,7 +696,7 @@ func (x *UpdateContainersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateContainersRequest.ProtoReflect.Descriptor instead.
 func (*UpdateContainersRequest) Descriptor() ([]byte, []int) {
-	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{3}
+	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpdateContainersRequest) GetUpdate() []*ContainerUpdate {
@@ -493,7 +728,7 @@ type UpdateContainersResponse struct {
 
 func (x *UpdateContainersResponse) Reset() {
 	*x = UpdateContainersResponse{}
-	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[4]
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +740,7 @@ func (x *UpdateContainersResponse) String() string {
 func (*UpdateContainersResponse) ProtoMessage() {}
 
 func (x *UpdateContainersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[4]
+	mi := &file_nri_v1beta1_runtime_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +753,7 @@ func (x *UpdateContainersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateContainersResponse.ProtoReflect.Descriptor instead.
 func (*UpdateContainersResponse) Descriptor() ([]byte, []int) {
-	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{4}
+	return file_nri_v1beta1_runtime_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateContainersResponse) GetFailed() []*ContainerUpdate {
@@ -539,7 +774,7 @@ var File_nri_v1beta1_runtime_service_proto protoreflect.FileDescriptor
 
 const file_nri_v1beta1_runtime_service_proto_rawDesc = "" +
 	"\n" +
-	"!nri/v1beta1/runtime_service.proto\x12\vnri.v1beta1\x1a nri/v1beta1/plugin_service.proto\x1a\x17nri/v1beta1/types.proto\"\xb1\x02\n" +
+	"!nri/v1beta1/runtime_service.proto\x12\vnri.v1beta1\x1a nri/v1beta1/plugin_service.proto\x1a\x17nri/v1beta1/types.proto\"\xc6\x03\n" +
 	"\x15RegisterPluginRequest\x12\x1f\n" +
 	"\vplugin_name\x18\x01 \x01(\tR\n" +
 	"pluginName\x12\x1d\n" +
@@ -550,12 +785,23 @@ const file_nri_v1beta1_runtime_service_proto_rawDesc = "" +
 	"\bendpoint\x18\xe8\a \x01(\tR\bendpoint\x12>\n" +
 	"\fcapabilities\x18\xe9\a \x01(\v2\x19.nri.v1beta1.CapabilitiesR\fcapabilities\x122\n" +
 	"\btimeouts\x18\xea\a \x01(\v2\x15.nri.v1beta1.TimeoutsR\btimeouts\x12&\n" +
-	"\x0eplugin_version\x18\xeb\a \x01(\tR\rpluginVersion\"^\n" +
+	"\x0eplugin_version\x18\xeb\a \x01(\tR\rpluginVersion\x129\n" +
+	"\tselectors\x18\xec\a \x03(\v2\x1a.nri.v1beta1.EventSelectorR\tselectors\x122\n" +
+	"\x06status\x18\xed\a \x01(\x0e2\x19.nri.v1beta1.PluginStatusR\x06status\x12$\n" +
+	"\rstatus_reason\x18\xee\a \x01(\tR\fstatusReason\"c\n" +
+	"\x16SetPluginStatusRequest\x121\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x19.nri.v1beta1.PluginStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x19\n" +
+	"\x17SetPluginStatusResponse\".\n" +
+	"\x14RequestResyncRequest\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"-\n" +
+	"\x15RequestResyncResponse\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\"^\n" +
 	"\x16RegisterPluginResponse\x129\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x17.nri.v1beta1.RegisteredH\x00R\n" +
 	"registeredB\t\n" +
-	"\amessage\"\xa6\x03\n" +
+	"\amessage\"\xe0\x03\n" +
 	"\n" +
 	"Registered\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +
@@ -569,13 +815,14 @@ const file_nri_v1beta1_runtime_service_proto_rawDesc = "" +
 	"\x0efailure_policy\x18\b \x01(\v2\x1a.nri.v1beta1.FailurePolicyR\rfailurePolicy\x12\x1a\n" +
 	"\bidentity\x18\t \x01(\tR\bidentity\x12\x16\n" +
 	"\x06events\x18\n" +
-	" \x01(\x05R\x06events\"\x85\x01\n" +
+	" \x01(\x05R\x06events\x128\n" +
+	"\tselectors\x18\v \x03(\v2\x1a.nri.v1beta1.EventSelectorR\tselectors\"\x85\x01\n" +
 	"\x17UpdateContainersRequest\x124\n" +
 	"\x06update\x18\x01 \x03(\v2\x1c.nri.v1beta1.ContainerUpdateR\x06update\x124\n" +
 	"\x05evict\x18\x02 \x03(\v2\x1e.nri.v1beta1.ContainerEvictionR\x05evict\"\x9c\x01\n" +
 	"\x18UpdateContainersResponse\x124\n" +
 	"\x06failed\x18\x01 \x03(\v2\x1c.nri.v1beta1.ContainerUpdateR\x06failed\x12J\n" +
-	"\x10failed_evictions\x18\xe8\a \x03(\v2\x1e.nri.v1beta1.ContainerEvictionR\x0ffailedEvictions*\x89\x04\n" +
+	"\x10failed_evictions\x18\xe8\a \x03(\v2\x1e.nri.v1beta1.ContainerEvictionR\x0ffailedEvictions*\xb5\x04\n" +
 	"\x13RegistrationRefusal\x12$\n" +
 	" REGISTRATION_REFUSAL_UNSPECIFIED\x10\x00\x12%\n" +
 	"!REGISTRATION_REFUSAL_INVALID_NAME\x10\x01\x12&\n" +
@@ -589,10 +836,13 @@ const file_nri_v1beta1_runtime_service_proto_rawDesc = "" +
 	"'REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED\x10\t\x12&\n" +
 	"\"REGISTRATION_REFUSAL_SHUTTING_DOWN\x10\n" +
 	"\x12-\n" +
-	")REGISTRATION_REFUSAL_INVALID_CAPABILITIES\x10\v2\xce\x01\n" +
+	")REGISTRATION_REFUSAL_INVALID_CAPABILITIES\x10\v\x12*\n" +
+	"&REGISTRATION_REFUSAL_INVALID_SELECTORS\x10\f2\x84\x03\n" +
 	"\x0eRuntimeService\x12[\n" +
 	"\x0eRegisterPlugin\x12\".nri.v1beta1.RegisterPluginRequest\x1a#.nri.v1beta1.RegisterPluginResponse0\x01\x12_\n" +
-	"\x10UpdateContainers\x12$.nri.v1beta1.UpdateContainersRequest\x1a%.nri.v1beta1.UpdateContainersResponseB\xaf\x01\n" +
+	"\x10UpdateContainers\x12$.nri.v1beta1.UpdateContainersRequest\x1a%.nri.v1beta1.UpdateContainersResponse\x12\\\n" +
+	"\x0fSetPluginStatus\x12#.nri.v1beta1.SetPluginStatusRequest\x1a$.nri.v1beta1.SetPluginStatusResponse\x12V\n" +
+	"\rRequestResync\x12!.nri.v1beta1.RequestResyncRequest\x1a\".nri.v1beta1.RequestResyncResponseB\xaf\x01\n" +
 	"\x0fcom.nri.v1beta1B\x13RuntimeServiceProtoP\x01Z:github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1;nriv1beta1\xa2\x02\x03NXX\xaa\x02\vNri.V1beta1\xca\x02\vNri\\V1beta1\xe2\x02\x17Nri\\V1beta1\\GPBMetadata\xea\x02\fNri::V1beta1b\x06proto3"
 
 var (
@@ -608,40 +858,54 @@ func file_nri_v1beta1_runtime_service_proto_rawDescGZIP() []byte {
 }
 
 var file_nri_v1beta1_runtime_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_nri_v1beta1_runtime_service_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_nri_v1beta1_runtime_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_nri_v1beta1_runtime_service_proto_goTypes = []any{
 	(RegistrationRefusal)(0),         // 0: nri.v1beta1.RegistrationRefusal
 	(*RegisterPluginRequest)(nil),    // 1: nri.v1beta1.RegisterPluginRequest
-	(*RegisterPluginResponse)(nil),   // 2: nri.v1beta1.RegisterPluginResponse
-	(*Registered)(nil),               // 3: nri.v1beta1.Registered
-	(*UpdateContainersRequest)(nil),  // 4: nri.v1beta1.UpdateContainersRequest
-	(*UpdateContainersResponse)(nil), // 5: nri.v1beta1.UpdateContainersResponse
-	(*Capabilities)(nil),             // 6: nri.v1beta1.Capabilities
-	(*Timeouts)(nil),                 // 7: nri.v1beta1.Timeouts
-	(*FailurePolicy)(nil),            // 8: nri.v1beta1.FailurePolicy
-	(*ContainerUpdate)(nil),          // 9: nri.v1beta1.ContainerUpdate
-	(*ContainerEviction)(nil),        // 10: nri.v1beta1.ContainerEviction
+	(*SetPluginStatusRequest)(nil),   // 2: nri.v1beta1.SetPluginStatusRequest
+	(*SetPluginStatusResponse)(nil),  // 3: nri.v1beta1.SetPluginStatusResponse
+	(*RequestResyncRequest)(nil),     // 4: nri.v1beta1.RequestResyncRequest
+	(*RequestResyncResponse)(nil),    // 5: nri.v1beta1.RequestResyncResponse
+	(*RegisterPluginResponse)(nil),   // 6: nri.v1beta1.RegisterPluginResponse
+	(*Registered)(nil),               // 7: nri.v1beta1.Registered
+	(*UpdateContainersRequest)(nil),  // 8: nri.v1beta1.UpdateContainersRequest
+	(*UpdateContainersResponse)(nil), // 9: nri.v1beta1.UpdateContainersResponse
+	(*Capabilities)(nil),             // 10: nri.v1beta1.Capabilities
+	(*Timeouts)(nil),                 // 11: nri.v1beta1.Timeouts
+	(*EventSelector)(nil),            // 12: nri.v1beta1.EventSelector
+	(PluginStatus)(0),                // 13: nri.v1beta1.PluginStatus
+	(*FailurePolicy)(nil),            // 14: nri.v1beta1.FailurePolicy
+	(*ContainerUpdate)(nil),          // 15: nri.v1beta1.ContainerUpdate
+	(*ContainerEviction)(nil),        // 16: nri.v1beta1.ContainerEviction
 }
 var file_nri_v1beta1_runtime_service_proto_depIdxs = []int32{
-	6,  // 0: nri.v1beta1.RegisterPluginRequest.capabilities:type_name -> nri.v1beta1.Capabilities
-	7,  // 1: nri.v1beta1.RegisterPluginRequest.timeouts:type_name -> nri.v1beta1.Timeouts
-	3,  // 2: nri.v1beta1.RegisterPluginResponse.registered:type_name -> nri.v1beta1.Registered
-	6,  // 3: nri.v1beta1.Registered.capabilities:type_name -> nri.v1beta1.Capabilities
-	7,  // 4: nri.v1beta1.Registered.timeouts:type_name -> nri.v1beta1.Timeouts
-	8,  // 5: nri.v1beta1.Registered.failure_policy:type_name -> nri.v1beta1.FailurePolicy
-	9,  // 6: nri.v1beta1.UpdateContainersRequest.update:type_name -> nri.v1beta1.ContainerUpdate
-	10, // 7: nri.v1beta1.UpdateContainersRequest.evict:type_name -> nri.v1beta1.ContainerEviction
-	9,  // 8: nri.v1beta1.UpdateContainersResponse.failed:type_name -> nri.v1beta1.ContainerUpdate
-	10, // 9: nri.v1beta1.UpdateContainersResponse.failed_evictions:type_name -> nri.v1beta1.ContainerEviction
-	1,  // 10: nri.v1beta1.RuntimeService.RegisterPlugin:input_type -> nri.v1beta1.RegisterPluginRequest
-	4,  // 11: nri.v1beta1.RuntimeService.UpdateContainers:input_type -> nri.v1beta1.UpdateContainersRequest
-	2,  // 12: nri.v1beta1.RuntimeService.RegisterPlugin:output_type -> nri.v1beta1.RegisterPluginResponse
-	5,  // 13: nri.v1beta1.RuntimeService.UpdateContainers:output_type -> nri.v1beta1.UpdateContainersResponse
-	12, // [12:14] is the sub-list for method output_type
-	10, // [10:12] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	10, // 0: nri.v1beta1.RegisterPluginRequest.capabilities:type_name -> nri.v1beta1.Capabilities
+	11, // 1: nri.v1beta1.RegisterPluginRequest.timeouts:type_name -> nri.v1beta1.Timeouts
+	12, // 2: nri.v1beta1.RegisterPluginRequest.selectors:type_name -> nri.v1beta1.EventSelector
+	13, // 3: nri.v1beta1.RegisterPluginRequest.status:type_name -> nri.v1beta1.PluginStatus
+	13, // 4: nri.v1beta1.SetPluginStatusRequest.status:type_name -> nri.v1beta1.PluginStatus
+	7,  // 5: nri.v1beta1.RegisterPluginResponse.registered:type_name -> nri.v1beta1.Registered
+	10, // 6: nri.v1beta1.Registered.capabilities:type_name -> nri.v1beta1.Capabilities
+	11, // 7: nri.v1beta1.Registered.timeouts:type_name -> nri.v1beta1.Timeouts
+	14, // 8: nri.v1beta1.Registered.failure_policy:type_name -> nri.v1beta1.FailurePolicy
+	12, // 9: nri.v1beta1.Registered.selectors:type_name -> nri.v1beta1.EventSelector
+	15, // 10: nri.v1beta1.UpdateContainersRequest.update:type_name -> nri.v1beta1.ContainerUpdate
+	16, // 11: nri.v1beta1.UpdateContainersRequest.evict:type_name -> nri.v1beta1.ContainerEviction
+	15, // 12: nri.v1beta1.UpdateContainersResponse.failed:type_name -> nri.v1beta1.ContainerUpdate
+	16, // 13: nri.v1beta1.UpdateContainersResponse.failed_evictions:type_name -> nri.v1beta1.ContainerEviction
+	1,  // 14: nri.v1beta1.RuntimeService.RegisterPlugin:input_type -> nri.v1beta1.RegisterPluginRequest
+	8,  // 15: nri.v1beta1.RuntimeService.UpdateContainers:input_type -> nri.v1beta1.UpdateContainersRequest
+	2,  // 16: nri.v1beta1.RuntimeService.SetPluginStatus:input_type -> nri.v1beta1.SetPluginStatusRequest
+	4,  // 17: nri.v1beta1.RuntimeService.RequestResync:input_type -> nri.v1beta1.RequestResyncRequest
+	6,  // 18: nri.v1beta1.RuntimeService.RegisterPlugin:output_type -> nri.v1beta1.RegisterPluginResponse
+	9,  // 19: nri.v1beta1.RuntimeService.UpdateContainers:output_type -> nri.v1beta1.UpdateContainersResponse
+	3,  // 20: nri.v1beta1.RuntimeService.SetPluginStatus:output_type -> nri.v1beta1.SetPluginStatusResponse
+	5,  // 21: nri.v1beta1.RuntimeService.RequestResync:output_type -> nri.v1beta1.RequestResyncResponse
+	18, // [18:22] is the sub-list for method output_type
+	14, // [14:18] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_nri_v1beta1_runtime_service_proto_init() }
@@ -651,7 +915,7 @@ func file_nri_v1beta1_runtime_service_proto_init() {
 	}
 	file_nri_v1beta1_plugin_service_proto_init()
 	file_nri_v1beta1_types_proto_init()
-	file_nri_v1beta1_runtime_service_proto_msgTypes[1].OneofWrappers = []any{
+	file_nri_v1beta1_runtime_service_proto_msgTypes[5].OneofWrappers = []any{
 		(*RegisterPluginResponse_Registered)(nil),
 	}
 	type x struct{}
@@ -660,7 +924,7 @@ func file_nri_v1beta1_runtime_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nri_v1beta1_runtime_service_proto_rawDesc), len(file_nri_v1beta1_runtime_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

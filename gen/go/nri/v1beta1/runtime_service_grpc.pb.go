@@ -23,6 +23,8 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	RuntimeService_RegisterPlugin_FullMethodName   = "/nri.v1beta1.RuntimeService/RegisterPlugin"
 	RuntimeService_UpdateContainers_FullMethodName = "/nri.v1beta1.RuntimeService/UpdateContainers"
+	RuntimeService_SetPluginStatus_FullMethodName  = "/nri.v1beta1.RuntimeService/SetPluginStatus"
+	RuntimeService_RequestResync_FullMethodName    = "/nri.v1beta1.RuntimeService/RequestResync"
 )
 
 // RuntimeServiceClient is the client API for RuntimeService service.
@@ -52,6 +54,21 @@ type RuntimeServiceClient interface {
 	// "nri-instance-id" metadata of a registered plugin. Updates are applied
 	// in each target pod's event order, under the plugin's grants.
 	UpdateContainers(ctx context.Context, in *UpdateContainersRequest, opts ...grpc.CallOption) (*UpdateContainersResponse, error)
+	// SetPluginStatus reports the plugin's status (READY, NOT_READY, DEGRADED)
+	// with a reason, at any time during its registration session. The call
+	// must carry the "nri-instance-id" metadata of the caller's registration
+	// and come from the identity that registered it. The status holds until
+	// the next report or the end of the session; a new registration starts
+	// with RegisterPluginRequest.status. What NOT_READY means for the plugin's
+	// events is the operator's policy (docs/PROTOCOL.md, "Plugin status").
+	SetPluginStatus(ctx context.Context, in *SetPluginStatusRequest, opts ...grpc.CallOption) (*SetPluginStatusResponse, error)
+	// RequestResync asks the server to send the plugin the runtime's state
+	// again ("my view changed"): the server answers at once with the epoch it
+	// will use and then serves a new Synchronize (reason
+	// SYNC_REASON_PLUGIN_REQUESTED) to this plugin only, ordered with its
+	// events as any resynchronization. Requests made while one is pending are
+	// merged into it. Same metadata and identity rules as SetPluginStatus.
+	RequestResync(ctx context.Context, in *RequestResyncRequest, opts ...grpc.CallOption) (*RequestResyncResponse, error)
 }
 
 type runtimeServiceClient struct {
@@ -91,6 +108,26 @@ func (c *runtimeServiceClient) UpdateContainers(ctx context.Context, in *UpdateC
 	return out, nil
 }
 
+func (c *runtimeServiceClient) SetPluginStatus(ctx context.Context, in *SetPluginStatusRequest, opts ...grpc.CallOption) (*SetPluginStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPluginStatusResponse)
+	err := c.cc.Invoke(ctx, RuntimeService_SetPluginStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runtimeServiceClient) RequestResync(ctx context.Context, in *RequestResyncRequest, opts ...grpc.CallOption) (*RequestResyncResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RequestResyncResponse)
+	err := c.cc.Invoke(ctx, RuntimeService_RequestResync_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServiceServer is the server API for RuntimeService service.
 // All implementations must embed UnimplementedRuntimeServiceServer
 // for forward compatibility.
@@ -118,6 +155,21 @@ type RuntimeServiceServer interface {
 	// "nri-instance-id" metadata of a registered plugin. Updates are applied
 	// in each target pod's event order, under the plugin's grants.
 	UpdateContainers(context.Context, *UpdateContainersRequest) (*UpdateContainersResponse, error)
+	// SetPluginStatus reports the plugin's status (READY, NOT_READY, DEGRADED)
+	// with a reason, at any time during its registration session. The call
+	// must carry the "nri-instance-id" metadata of the caller's registration
+	// and come from the identity that registered it. The status holds until
+	// the next report or the end of the session; a new registration starts
+	// with RegisterPluginRequest.status. What NOT_READY means for the plugin's
+	// events is the operator's policy (docs/PROTOCOL.md, "Plugin status").
+	SetPluginStatus(context.Context, *SetPluginStatusRequest) (*SetPluginStatusResponse, error)
+	// RequestResync asks the server to send the plugin the runtime's state
+	// again ("my view changed"): the server answers at once with the epoch it
+	// will use and then serves a new Synchronize (reason
+	// SYNC_REASON_PLUGIN_REQUESTED) to this plugin only, ordered with its
+	// events as any resynchronization. Requests made while one is pending are
+	// merged into it. Same metadata and identity rules as SetPluginStatus.
+	RequestResync(context.Context, *RequestResyncRequest) (*RequestResyncResponse, error)
 	mustEmbedUnimplementedRuntimeServiceServer()
 }
 
@@ -133,6 +185,12 @@ func (UnimplementedRuntimeServiceServer) RegisterPlugin(*RegisterPluginRequest, 
 }
 func (UnimplementedRuntimeServiceServer) UpdateContainers(context.Context, *UpdateContainersRequest) (*UpdateContainersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateContainers not implemented")
+}
+func (UnimplementedRuntimeServiceServer) SetPluginStatus(context.Context, *SetPluginStatusRequest) (*SetPluginStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPluginStatus not implemented")
+}
+func (UnimplementedRuntimeServiceServer) RequestResync(context.Context, *RequestResyncRequest) (*RequestResyncResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RequestResync not implemented")
 }
 func (UnimplementedRuntimeServiceServer) mustEmbedUnimplementedRuntimeServiceServer() {}
 func (UnimplementedRuntimeServiceServer) testEmbeddedByValue()                        {}
@@ -184,6 +242,42 @@ func _RuntimeService_UpdateContainers_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RuntimeService_SetPluginStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPluginStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServiceServer).SetPluginStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RuntimeService_SetPluginStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServiceServer).SetPluginStatus(ctx, req.(*SetPluginStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RuntimeService_RequestResync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RequestResyncRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServiceServer).RequestResync(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RuntimeService_RequestResync_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServiceServer).RequestResync(ctx, req.(*RequestResyncRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RuntimeService_ServiceDesc is the grpc.ServiceDesc for RuntimeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -194,6 +288,14 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateContainers",
 			Handler:    _RuntimeService_UpdateContainers_Handler,
+		},
+		{
+			MethodName: "SetPluginStatus",
+			Handler:    _RuntimeService_SetPluginStatus_Handler,
+		},
+		{
+			MethodName: "RequestResync",
+			Handler:    _RuntimeService_RequestResync_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -762,6 +762,66 @@ func (Field) EnumDescriptor() ([]byte, []int) {
 	return file_nri_v1beta1_types_proto_rawDescGZIP(), []int{7}
 }
 
+// PluginStatus is a plugin's own report of its health.
+type PluginStatus int32
+
+const (
+	// Not reported; treated as READY.
+	PluginStatus_PLUGIN_STATUS_UNSPECIFIED PluginStatus = 0
+	// The plugin handles its events normally.
+	PluginStatus_PLUGIN_STATUS_READY PluginStatus = 1
+	// The plugin cannot handle events now. The operator's policy decides
+	// whether its events wait for it (within their budget), fail, or go on
+	// without it.
+	PluginStatus_PLUGIN_STATUS_NOT_READY PluginStatus = 2
+	// The plugin handles its events but with reduced function. Events are
+	// delivered as for READY; operators see the reason.
+	PluginStatus_PLUGIN_STATUS_DEGRADED PluginStatus = 3
+)
+
+// Enum value maps for PluginStatus.
+var (
+	PluginStatus_name = map[int32]string{
+		0: "PLUGIN_STATUS_UNSPECIFIED",
+		1: "PLUGIN_STATUS_READY",
+		2: "PLUGIN_STATUS_NOT_READY",
+		3: "PLUGIN_STATUS_DEGRADED",
+	}
+	PluginStatus_value = map[string]int32{
+		"PLUGIN_STATUS_UNSPECIFIED": 0,
+		"PLUGIN_STATUS_READY":       1,
+		"PLUGIN_STATUS_NOT_READY":   2,
+		"PLUGIN_STATUS_DEGRADED":    3,
+	}
+)
+
+func (x PluginStatus) Enum() *PluginStatus {
+	p := new(PluginStatus)
+	*p = x
+	return p
+}
+
+func (x PluginStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PluginStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_nri_v1beta1_types_proto_enumTypes[8].Descriptor()
+}
+
+func (PluginStatus) Type() protoreflect.EnumType {
+	return &file_nri_v1beta1_types_proto_enumTypes[8]
+}
+
+func (x PluginStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PluginStatus.Descriptor instead.
+func (PluginStatus) EnumDescriptor() ([]byte, []int) {
+	return file_nri_v1beta1_types_proto_rawDescGZIP(), []int{8}
+}
+
 // ProfileType is the kind of seccomp profile.
 type SecurityProfile_ProfileType int32
 
@@ -803,11 +863,11 @@ func (x SecurityProfile_ProfileType) String() string {
 }
 
 func (SecurityProfile_ProfileType) Descriptor() protoreflect.EnumDescriptor {
-	return file_nri_v1beta1_types_proto_enumTypes[8].Descriptor()
+	return file_nri_v1beta1_types_proto_enumTypes[9].Descriptor()
 }
 
 func (SecurityProfile_ProfileType) Type() protoreflect.EnumType {
-	return &file_nri_v1beta1_types_proto_enumTypes[8]
+	return &file_nri_v1beta1_types_proto_enumTypes[9]
 }
 
 func (x SecurityProfile_ProfileType) Number() protoreflect.EnumNumber {
@@ -4021,6 +4081,91 @@ func (x *FailurePolicy) GetKeepConnected() bool {
 	return false
 }
 
+// EventSelector selects pods and containers. Every field that is set must
+// match (AND); a list matches when any of its entries does (OR). An empty
+// selector matches everything. Pod events (RunPodSandbox, UpdatePodSandbox,
+// StopPodSandbox, RemovePodSandbox and their Post events) are matched on
+// the pod's fields only: container_names does not filter them. Container
+// events are matched on the container's pod and on the container's name.
+type EventSelector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pod namespaces, matched exactly. At most 64 entries of at most 253
+	// bytes each.
+	Namespaces []string `protobuf:"bytes,1,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// Pod label selector in Kubernetes syntax ("app=web,tier in (a,b),!canary",
+	// operators =, ==, !=, in, notin, exists, !exists; keys and values as
+	// Kubernetes labels). Empty matches every pod. At most 4096 bytes.
+	PodLabels string `protobuf:"bytes,2,opt,name=pod_labels,json=podLabels,proto3" json:"pod_labels,omitempty"`
+	// Container name patterns: "*" matches any run of characters, "?" one
+	// character, everything else itself. At most 64 entries of at most 253
+	// bytes each.
+	ContainerNames []string `protobuf:"bytes,3,rep,name=container_names,json=containerNames,proto3" json:"container_names,omitempty"`
+	// Runtime handlers (the pod's runtime_handler, "" being the runtime's
+	// default handler), matched exactly. At most 64 entries of at most 253
+	// bytes each.
+	RuntimeHandlers []string `protobuf:"bytes,4,rep,name=runtime_handlers,json=runtimeHandlers,proto3" json:"runtime_handlers,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *EventSelector) Reset() {
+	*x = EventSelector{}
+	mi := &file_nri_v1beta1_types_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventSelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventSelector) ProtoMessage() {}
+
+func (x *EventSelector) ProtoReflect() protoreflect.Message {
+	mi := &file_nri_v1beta1_types_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventSelector.ProtoReflect.Descriptor instead.
+func (*EventSelector) Descriptor() ([]byte, []int) {
+	return file_nri_v1beta1_types_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *EventSelector) GetNamespaces() []string {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *EventSelector) GetPodLabels() string {
+	if x != nil {
+		return x.PodLabels
+	}
+	return ""
+}
+
+func (x *EventSelector) GetContainerNames() []string {
+	if x != nil {
+		return x.ContainerNames
+	}
+	return nil
+}
+
+func (x *EventSelector) GetRuntimeHandlers() []string {
+	if x != nil {
+		return x.RuntimeHandlers
+	}
+	return nil
+}
+
 var File_nri_v1beta1_types_proto protoreflect.FileDescriptor
 
 const file_nri_v1beta1_types_proto_rawDesc = "" +
@@ -4319,7 +4464,15 @@ const file_nri_v1beta1_types_proto_rawDesc = "" +
 	"\x05index\x18\x02 \x01(\tR\x05index\"Y\n" +
 	"\rFailurePolicy\x12!\n" +
 	"\ffail_request\x18\x01 \x01(\bR\vfailRequest\x12%\n" +
-	"\x0ekeep_connected\x18\x02 \x01(\bR\rkeepConnected*\xd8\x03\n" +
+	"\x0ekeep_connected\x18\x02 \x01(\bR\rkeepConnected\"\xa2\x01\n" +
+	"\rEventSelector\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x01 \x03(\tR\n" +
+	"namespaces\x12\x1d\n" +
+	"\n" +
+	"pod_labels\x18\x02 \x01(\tR\tpodLabels\x12'\n" +
+	"\x0fcontainer_names\x18\x03 \x03(\tR\x0econtainerNames\x12)\n" +
+	"\x10runtime_handlers\x18\x04 \x03(\tR\x0fruntimeHandlers*\xd8\x03\n" +
 	"\x05Event\x12\x15\n" +
 	"\x11EVENT_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15EVENT_RUN_POD_SANDBOX\x10\x01\x12\x1a\n" +
@@ -4422,7 +4575,12 @@ const file_nri_v1beta1_types_proto_rawDesc = "" +
 	"\x11FIELD_RDT_CLOS_ID\x10%\x12\x16\n" +
 	"\x12FIELD_RDT_SCHEMATA\x10&\x12\x1f\n" +
 	"\x1bFIELD_RDT_ENABLE_MONITORING\x10'\x12\x17\n" +
-	"\x13FIELD_MEMORY_POLICY\x10(B\xa6\x01\n" +
+	"\x13FIELD_MEMORY_POLICY\x10(*\x7f\n" +
+	"\fPluginStatus\x12\x1d\n" +
+	"\x19PLUGIN_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13PLUGIN_STATUS_READY\x10\x01\x12\x1b\n" +
+	"\x17PLUGIN_STATUS_NOT_READY\x10\x02\x12\x1a\n" +
+	"\x16PLUGIN_STATUS_DEGRADED\x10\x03B\xa6\x01\n" +
 	"\x0fcom.nri.v1beta1B\n" +
 	"TypesProtoP\x01Z:github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1;nriv1beta1\xa2\x02\x03NXX\xaa\x02\vNri.V1beta1\xca\x02\vNri\\V1beta1\xe2\x02\x17Nri\\V1beta1\\GPBMetadata\xea\x02\fNri::V1beta1b\x06proto3"
 
@@ -4438,8 +4596,8 @@ func file_nri_v1beta1_types_proto_rawDescGZIP() []byte {
 	return file_nri_v1beta1_types_proto_rawDescData
 }
 
-var file_nri_v1beta1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_nri_v1beta1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_nri_v1beta1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
+var file_nri_v1beta1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_nri_v1beta1_types_proto_goTypes = []any{
 	(Event)(0),                       // 0: nri.v1beta1.Event
 	(ContainerState)(0),              // 1: nri.v1beta1.ContainerState
@@ -4449,170 +4607,172 @@ var file_nri_v1beta1_types_proto_goTypes = []any{
 	(MpolMode)(0),                    // 5: nri.v1beta1.MpolMode
 	(MpolFlag)(0),                    // 6: nri.v1beta1.MpolFlag
 	(Field)(0),                       // 7: nri.v1beta1.Field
-	(SecurityProfile_ProfileType)(0), // 8: nri.v1beta1.SecurityProfile.ProfileType
-	(*PodSandbox)(nil),               // 9: nri.v1beta1.PodSandbox
-	(*LinuxPodSandbox)(nil),          // 10: nri.v1beta1.LinuxPodSandbox
-	(*Container)(nil),                // 11: nri.v1beta1.Container
-	(*Image)(nil),                    // 12: nri.v1beta1.Image
-	(*Mount)(nil),                    // 13: nri.v1beta1.Mount
-	(*Hooks)(nil),                    // 14: nri.v1beta1.Hooks
-	(*Hook)(nil),                     // 15: nri.v1beta1.Hook
-	(*LinuxContainer)(nil),           // 16: nri.v1beta1.LinuxContainer
-	(*LinuxNamespace)(nil),           // 17: nri.v1beta1.LinuxNamespace
-	(*LinuxDevice)(nil),              // 18: nri.v1beta1.LinuxDevice
-	(*LinuxDeviceCgroup)(nil),        // 19: nri.v1beta1.LinuxDeviceCgroup
-	(*CDIDevice)(nil),                // 20: nri.v1beta1.CDIDevice
-	(*User)(nil),                     // 21: nri.v1beta1.User
-	(*LinuxResources)(nil),           // 22: nri.v1beta1.LinuxResources
-	(*LinuxMemory)(nil),              // 23: nri.v1beta1.LinuxMemory
-	(*LinuxCPU)(nil),                 // 24: nri.v1beta1.LinuxCPU
-	(*HugepageLimit)(nil),            // 25: nri.v1beta1.HugepageLimit
-	(*SecurityProfile)(nil),          // 26: nri.v1beta1.SecurityProfile
-	(*POSIXRlimit)(nil),              // 27: nri.v1beta1.POSIXRlimit
-	(*LinuxPids)(nil),                // 28: nri.v1beta1.LinuxPids
-	(*LinuxIOPriority)(nil),          // 29: nri.v1beta1.LinuxIOPriority
-	(*LinuxNetDevice)(nil),           // 30: nri.v1beta1.LinuxNetDevice
-	(*LinuxScheduler)(nil),           // 31: nri.v1beta1.LinuxScheduler
-	(*ContainerAdjustment)(nil),      // 32: nri.v1beta1.ContainerAdjustment
-	(*LinuxContainerAdjustment)(nil), // 33: nri.v1beta1.LinuxContainerAdjustment
-	(*LinuxSeccomp)(nil),             // 34: nri.v1beta1.LinuxSeccomp
-	(*LinuxSyscall)(nil),             // 35: nri.v1beta1.LinuxSyscall
-	(*LinuxSeccompArg)(nil),          // 36: nri.v1beta1.LinuxSeccompArg
-	(*LinuxMemoryPolicy)(nil),        // 37: nri.v1beta1.LinuxMemoryPolicy
-	(*ContainerUpdate)(nil),          // 38: nri.v1beta1.ContainerUpdate
-	(*LinuxContainerUpdate)(nil),     // 39: nri.v1beta1.LinuxContainerUpdate
-	(*ContainerEviction)(nil),        // 40: nri.v1beta1.ContainerEviction
-	(*LinuxRdt)(nil),                 // 41: nri.v1beta1.LinuxRdt
-	(*KeyValue)(nil),                 // 42: nri.v1beta1.KeyValue
-	(*OptionalRepeatedString)(nil),   // 43: nri.v1beta1.OptionalRepeatedString
-	(*CompoundFieldOwners)(nil),      // 44: nri.v1beta1.CompoundFieldOwners
-	(*FieldOwners)(nil),              // 45: nri.v1beta1.FieldOwners
-	(*OwningPlugins)(nil),            // 46: nri.v1beta1.OwningPlugins
-	(*PluginInstance)(nil),           // 47: nri.v1beta1.PluginInstance
-	(*FailurePolicy)(nil),            // 48: nri.v1beta1.FailurePolicy
-	nil,                              // 49: nri.v1beta1.PodSandbox.LabelsEntry
-	nil,                              // 50: nri.v1beta1.PodSandbox.AnnotationsEntry
-	nil,                              // 51: nri.v1beta1.Container.LabelsEntry
-	nil,                              // 52: nri.v1beta1.Container.AnnotationsEntry
-	nil,                              // 53: nri.v1beta1.LinuxContainer.SysctlEntry
-	nil,                              // 54: nri.v1beta1.LinuxContainer.NetDevicesEntry
-	nil,                              // 55: nri.v1beta1.LinuxResources.UnifiedEntry
-	nil,                              // 56: nri.v1beta1.ContainerAdjustment.AnnotationsEntry
-	nil,                              // 57: nri.v1beta1.LinuxContainerAdjustment.SysctlEntry
-	nil,                              // 58: nri.v1beta1.LinuxContainerAdjustment.NetDevicesEntry
-	nil,                              // 59: nri.v1beta1.CompoundFieldOwners.OwnersEntry
-	nil,                              // 60: nri.v1beta1.FieldOwners.SimpleEntry
-	nil,                              // 61: nri.v1beta1.FieldOwners.CompoundEntry
-	nil,                              // 62: nri.v1beta1.OwningPlugins.OwnersEntry
-	(*wrapperspb.Int64Value)(nil),    // 63: google.protobuf.Int64Value
-	(*wrapperspb.UInt32Value)(nil),   // 64: google.protobuf.UInt32Value
-	(*wrapperspb.StringValue)(nil),   // 65: google.protobuf.StringValue
-	(*wrapperspb.UInt64Value)(nil),   // 66: google.protobuf.UInt64Value
-	(*wrapperspb.BoolValue)(nil),     // 67: google.protobuf.BoolValue
+	(PluginStatus)(0),                // 8: nri.v1beta1.PluginStatus
+	(SecurityProfile_ProfileType)(0), // 9: nri.v1beta1.SecurityProfile.ProfileType
+	(*PodSandbox)(nil),               // 10: nri.v1beta1.PodSandbox
+	(*LinuxPodSandbox)(nil),          // 11: nri.v1beta1.LinuxPodSandbox
+	(*Container)(nil),                // 12: nri.v1beta1.Container
+	(*Image)(nil),                    // 13: nri.v1beta1.Image
+	(*Mount)(nil),                    // 14: nri.v1beta1.Mount
+	(*Hooks)(nil),                    // 15: nri.v1beta1.Hooks
+	(*Hook)(nil),                     // 16: nri.v1beta1.Hook
+	(*LinuxContainer)(nil),           // 17: nri.v1beta1.LinuxContainer
+	(*LinuxNamespace)(nil),           // 18: nri.v1beta1.LinuxNamespace
+	(*LinuxDevice)(nil),              // 19: nri.v1beta1.LinuxDevice
+	(*LinuxDeviceCgroup)(nil),        // 20: nri.v1beta1.LinuxDeviceCgroup
+	(*CDIDevice)(nil),                // 21: nri.v1beta1.CDIDevice
+	(*User)(nil),                     // 22: nri.v1beta1.User
+	(*LinuxResources)(nil),           // 23: nri.v1beta1.LinuxResources
+	(*LinuxMemory)(nil),              // 24: nri.v1beta1.LinuxMemory
+	(*LinuxCPU)(nil),                 // 25: nri.v1beta1.LinuxCPU
+	(*HugepageLimit)(nil),            // 26: nri.v1beta1.HugepageLimit
+	(*SecurityProfile)(nil),          // 27: nri.v1beta1.SecurityProfile
+	(*POSIXRlimit)(nil),              // 28: nri.v1beta1.POSIXRlimit
+	(*LinuxPids)(nil),                // 29: nri.v1beta1.LinuxPids
+	(*LinuxIOPriority)(nil),          // 30: nri.v1beta1.LinuxIOPriority
+	(*LinuxNetDevice)(nil),           // 31: nri.v1beta1.LinuxNetDevice
+	(*LinuxScheduler)(nil),           // 32: nri.v1beta1.LinuxScheduler
+	(*ContainerAdjustment)(nil),      // 33: nri.v1beta1.ContainerAdjustment
+	(*LinuxContainerAdjustment)(nil), // 34: nri.v1beta1.LinuxContainerAdjustment
+	(*LinuxSeccomp)(nil),             // 35: nri.v1beta1.LinuxSeccomp
+	(*LinuxSyscall)(nil),             // 36: nri.v1beta1.LinuxSyscall
+	(*LinuxSeccompArg)(nil),          // 37: nri.v1beta1.LinuxSeccompArg
+	(*LinuxMemoryPolicy)(nil),        // 38: nri.v1beta1.LinuxMemoryPolicy
+	(*ContainerUpdate)(nil),          // 39: nri.v1beta1.ContainerUpdate
+	(*LinuxContainerUpdate)(nil),     // 40: nri.v1beta1.LinuxContainerUpdate
+	(*ContainerEviction)(nil),        // 41: nri.v1beta1.ContainerEviction
+	(*LinuxRdt)(nil),                 // 42: nri.v1beta1.LinuxRdt
+	(*KeyValue)(nil),                 // 43: nri.v1beta1.KeyValue
+	(*OptionalRepeatedString)(nil),   // 44: nri.v1beta1.OptionalRepeatedString
+	(*CompoundFieldOwners)(nil),      // 45: nri.v1beta1.CompoundFieldOwners
+	(*FieldOwners)(nil),              // 46: nri.v1beta1.FieldOwners
+	(*OwningPlugins)(nil),            // 47: nri.v1beta1.OwningPlugins
+	(*PluginInstance)(nil),           // 48: nri.v1beta1.PluginInstance
+	(*FailurePolicy)(nil),            // 49: nri.v1beta1.FailurePolicy
+	(*EventSelector)(nil),            // 50: nri.v1beta1.EventSelector
+	nil,                              // 51: nri.v1beta1.PodSandbox.LabelsEntry
+	nil,                              // 52: nri.v1beta1.PodSandbox.AnnotationsEntry
+	nil,                              // 53: nri.v1beta1.Container.LabelsEntry
+	nil,                              // 54: nri.v1beta1.Container.AnnotationsEntry
+	nil,                              // 55: nri.v1beta1.LinuxContainer.SysctlEntry
+	nil,                              // 56: nri.v1beta1.LinuxContainer.NetDevicesEntry
+	nil,                              // 57: nri.v1beta1.LinuxResources.UnifiedEntry
+	nil,                              // 58: nri.v1beta1.ContainerAdjustment.AnnotationsEntry
+	nil,                              // 59: nri.v1beta1.LinuxContainerAdjustment.SysctlEntry
+	nil,                              // 60: nri.v1beta1.LinuxContainerAdjustment.NetDevicesEntry
+	nil,                              // 61: nri.v1beta1.CompoundFieldOwners.OwnersEntry
+	nil,                              // 62: nri.v1beta1.FieldOwners.SimpleEntry
+	nil,                              // 63: nri.v1beta1.FieldOwners.CompoundEntry
+	nil,                              // 64: nri.v1beta1.OwningPlugins.OwnersEntry
+	(*wrapperspb.Int64Value)(nil),    // 65: google.protobuf.Int64Value
+	(*wrapperspb.UInt32Value)(nil),   // 66: google.protobuf.UInt32Value
+	(*wrapperspb.StringValue)(nil),   // 67: google.protobuf.StringValue
+	(*wrapperspb.UInt64Value)(nil),   // 68: google.protobuf.UInt64Value
+	(*wrapperspb.BoolValue)(nil),     // 69: google.protobuf.BoolValue
 }
 var file_nri_v1beta1_types_proto_depIdxs = []int32{
-	49,  // 0: nri.v1beta1.PodSandbox.labels:type_name -> nri.v1beta1.PodSandbox.LabelsEntry
-	50,  // 1: nri.v1beta1.PodSandbox.annotations:type_name -> nri.v1beta1.PodSandbox.AnnotationsEntry
-	10,  // 2: nri.v1beta1.PodSandbox.linux:type_name -> nri.v1beta1.LinuxPodSandbox
-	22,  // 3: nri.v1beta1.LinuxPodSandbox.pod_overhead:type_name -> nri.v1beta1.LinuxResources
-	22,  // 4: nri.v1beta1.LinuxPodSandbox.pod_resources:type_name -> nri.v1beta1.LinuxResources
-	17,  // 5: nri.v1beta1.LinuxPodSandbox.namespaces:type_name -> nri.v1beta1.LinuxNamespace
-	22,  // 6: nri.v1beta1.LinuxPodSandbox.resources:type_name -> nri.v1beta1.LinuxResources
+	51,  // 0: nri.v1beta1.PodSandbox.labels:type_name -> nri.v1beta1.PodSandbox.LabelsEntry
+	52,  // 1: nri.v1beta1.PodSandbox.annotations:type_name -> nri.v1beta1.PodSandbox.AnnotationsEntry
+	11,  // 2: nri.v1beta1.PodSandbox.linux:type_name -> nri.v1beta1.LinuxPodSandbox
+	23,  // 3: nri.v1beta1.LinuxPodSandbox.pod_overhead:type_name -> nri.v1beta1.LinuxResources
+	23,  // 4: nri.v1beta1.LinuxPodSandbox.pod_resources:type_name -> nri.v1beta1.LinuxResources
+	18,  // 5: nri.v1beta1.LinuxPodSandbox.namespaces:type_name -> nri.v1beta1.LinuxNamespace
+	23,  // 6: nri.v1beta1.LinuxPodSandbox.resources:type_name -> nri.v1beta1.LinuxResources
 	1,   // 7: nri.v1beta1.Container.state:type_name -> nri.v1beta1.ContainerState
-	51,  // 8: nri.v1beta1.Container.labels:type_name -> nri.v1beta1.Container.LabelsEntry
-	52,  // 9: nri.v1beta1.Container.annotations:type_name -> nri.v1beta1.Container.AnnotationsEntry
-	13,  // 10: nri.v1beta1.Container.mounts:type_name -> nri.v1beta1.Mount
-	14,  // 11: nri.v1beta1.Container.hooks:type_name -> nri.v1beta1.Hooks
-	16,  // 12: nri.v1beta1.Container.linux:type_name -> nri.v1beta1.LinuxContainer
-	27,  // 13: nri.v1beta1.Container.rlimits:type_name -> nri.v1beta1.POSIXRlimit
-	20,  // 14: nri.v1beta1.Container.cdi_devices:type_name -> nri.v1beta1.CDIDevice
-	21,  // 15: nri.v1beta1.Container.user:type_name -> nri.v1beta1.User
-	12,  // 16: nri.v1beta1.Container.image:type_name -> nri.v1beta1.Image
-	15,  // 17: nri.v1beta1.Hooks.prestart:type_name -> nri.v1beta1.Hook
-	15,  // 18: nri.v1beta1.Hooks.create_runtime:type_name -> nri.v1beta1.Hook
-	15,  // 19: nri.v1beta1.Hooks.create_container:type_name -> nri.v1beta1.Hook
-	15,  // 20: nri.v1beta1.Hooks.start_container:type_name -> nri.v1beta1.Hook
-	15,  // 21: nri.v1beta1.Hooks.poststart:type_name -> nri.v1beta1.Hook
-	15,  // 22: nri.v1beta1.Hooks.poststop:type_name -> nri.v1beta1.Hook
-	63,  // 23: nri.v1beta1.Hook.timeout:type_name -> google.protobuf.Int64Value
-	17,  // 24: nri.v1beta1.LinuxContainer.namespaces:type_name -> nri.v1beta1.LinuxNamespace
-	18,  // 25: nri.v1beta1.LinuxContainer.devices:type_name -> nri.v1beta1.LinuxDevice
-	22,  // 26: nri.v1beta1.LinuxContainer.resources:type_name -> nri.v1beta1.LinuxResources
-	63,  // 27: nri.v1beta1.LinuxContainer.oom_score_adj:type_name -> google.protobuf.Int64Value
-	29,  // 28: nri.v1beta1.LinuxContainer.io_priority:type_name -> nri.v1beta1.LinuxIOPriority
-	26,  // 29: nri.v1beta1.LinuxContainer.seccomp_profile:type_name -> nri.v1beta1.SecurityProfile
-	34,  // 30: nri.v1beta1.LinuxContainer.seccomp_policy:type_name -> nri.v1beta1.LinuxSeccomp
-	53,  // 31: nri.v1beta1.LinuxContainer.sysctl:type_name -> nri.v1beta1.LinuxContainer.SysctlEntry
-	54,  // 32: nri.v1beta1.LinuxContainer.net_devices:type_name -> nri.v1beta1.LinuxContainer.NetDevicesEntry
-	31,  // 33: nri.v1beta1.LinuxContainer.scheduler:type_name -> nri.v1beta1.LinuxScheduler
-	41,  // 34: nri.v1beta1.LinuxContainer.rdt:type_name -> nri.v1beta1.LinuxRdt
-	64,  // 35: nri.v1beta1.LinuxDevice.file_mode:type_name -> google.protobuf.UInt32Value
-	64,  // 36: nri.v1beta1.LinuxDevice.uid:type_name -> google.protobuf.UInt32Value
-	64,  // 37: nri.v1beta1.LinuxDevice.gid:type_name -> google.protobuf.UInt32Value
-	63,  // 38: nri.v1beta1.LinuxDeviceCgroup.major:type_name -> google.protobuf.Int64Value
-	63,  // 39: nri.v1beta1.LinuxDeviceCgroup.minor:type_name -> google.protobuf.Int64Value
-	23,  // 40: nri.v1beta1.LinuxResources.memory:type_name -> nri.v1beta1.LinuxMemory
-	24,  // 41: nri.v1beta1.LinuxResources.cpu:type_name -> nri.v1beta1.LinuxCPU
-	25,  // 42: nri.v1beta1.LinuxResources.hugepage_limits:type_name -> nri.v1beta1.HugepageLimit
-	65,  // 43: nri.v1beta1.LinuxResources.blockio_class:type_name -> google.protobuf.StringValue
-	65,  // 44: nri.v1beta1.LinuxResources.rdt_class:type_name -> google.protobuf.StringValue
-	55,  // 45: nri.v1beta1.LinuxResources.unified:type_name -> nri.v1beta1.LinuxResources.UnifiedEntry
-	19,  // 46: nri.v1beta1.LinuxResources.devices:type_name -> nri.v1beta1.LinuxDeviceCgroup
-	28,  // 47: nri.v1beta1.LinuxResources.pids:type_name -> nri.v1beta1.LinuxPids
-	63,  // 48: nri.v1beta1.LinuxMemory.limit:type_name -> google.protobuf.Int64Value
-	63,  // 49: nri.v1beta1.LinuxMemory.reservation:type_name -> google.protobuf.Int64Value
-	63,  // 50: nri.v1beta1.LinuxMemory.swap:type_name -> google.protobuf.Int64Value
-	63,  // 51: nri.v1beta1.LinuxMemory.kernel:type_name -> google.protobuf.Int64Value
-	63,  // 52: nri.v1beta1.LinuxMemory.kernel_tcp:type_name -> google.protobuf.Int64Value
-	66,  // 53: nri.v1beta1.LinuxMemory.swappiness:type_name -> google.protobuf.UInt64Value
-	67,  // 54: nri.v1beta1.LinuxMemory.disable_oom_killer:type_name -> google.protobuf.BoolValue
-	67,  // 55: nri.v1beta1.LinuxMemory.use_hierarchy:type_name -> google.protobuf.BoolValue
-	66,  // 56: nri.v1beta1.LinuxCPU.shares:type_name -> google.protobuf.UInt64Value
-	63,  // 57: nri.v1beta1.LinuxCPU.quota:type_name -> google.protobuf.Int64Value
-	66,  // 58: nri.v1beta1.LinuxCPU.period:type_name -> google.protobuf.UInt64Value
-	63,  // 59: nri.v1beta1.LinuxCPU.realtime_runtime:type_name -> google.protobuf.Int64Value
-	66,  // 60: nri.v1beta1.LinuxCPU.realtime_period:type_name -> google.protobuf.UInt64Value
-	8,   // 61: nri.v1beta1.SecurityProfile.profile_type:type_name -> nri.v1beta1.SecurityProfile.ProfileType
+	53,  // 8: nri.v1beta1.Container.labels:type_name -> nri.v1beta1.Container.LabelsEntry
+	54,  // 9: nri.v1beta1.Container.annotations:type_name -> nri.v1beta1.Container.AnnotationsEntry
+	14,  // 10: nri.v1beta1.Container.mounts:type_name -> nri.v1beta1.Mount
+	15,  // 11: nri.v1beta1.Container.hooks:type_name -> nri.v1beta1.Hooks
+	17,  // 12: nri.v1beta1.Container.linux:type_name -> nri.v1beta1.LinuxContainer
+	28,  // 13: nri.v1beta1.Container.rlimits:type_name -> nri.v1beta1.POSIXRlimit
+	21,  // 14: nri.v1beta1.Container.cdi_devices:type_name -> nri.v1beta1.CDIDevice
+	22,  // 15: nri.v1beta1.Container.user:type_name -> nri.v1beta1.User
+	13,  // 16: nri.v1beta1.Container.image:type_name -> nri.v1beta1.Image
+	16,  // 17: nri.v1beta1.Hooks.prestart:type_name -> nri.v1beta1.Hook
+	16,  // 18: nri.v1beta1.Hooks.create_runtime:type_name -> nri.v1beta1.Hook
+	16,  // 19: nri.v1beta1.Hooks.create_container:type_name -> nri.v1beta1.Hook
+	16,  // 20: nri.v1beta1.Hooks.start_container:type_name -> nri.v1beta1.Hook
+	16,  // 21: nri.v1beta1.Hooks.poststart:type_name -> nri.v1beta1.Hook
+	16,  // 22: nri.v1beta1.Hooks.poststop:type_name -> nri.v1beta1.Hook
+	65,  // 23: nri.v1beta1.Hook.timeout:type_name -> google.protobuf.Int64Value
+	18,  // 24: nri.v1beta1.LinuxContainer.namespaces:type_name -> nri.v1beta1.LinuxNamespace
+	19,  // 25: nri.v1beta1.LinuxContainer.devices:type_name -> nri.v1beta1.LinuxDevice
+	23,  // 26: nri.v1beta1.LinuxContainer.resources:type_name -> nri.v1beta1.LinuxResources
+	65,  // 27: nri.v1beta1.LinuxContainer.oom_score_adj:type_name -> google.protobuf.Int64Value
+	30,  // 28: nri.v1beta1.LinuxContainer.io_priority:type_name -> nri.v1beta1.LinuxIOPriority
+	27,  // 29: nri.v1beta1.LinuxContainer.seccomp_profile:type_name -> nri.v1beta1.SecurityProfile
+	35,  // 30: nri.v1beta1.LinuxContainer.seccomp_policy:type_name -> nri.v1beta1.LinuxSeccomp
+	55,  // 31: nri.v1beta1.LinuxContainer.sysctl:type_name -> nri.v1beta1.LinuxContainer.SysctlEntry
+	56,  // 32: nri.v1beta1.LinuxContainer.net_devices:type_name -> nri.v1beta1.LinuxContainer.NetDevicesEntry
+	32,  // 33: nri.v1beta1.LinuxContainer.scheduler:type_name -> nri.v1beta1.LinuxScheduler
+	42,  // 34: nri.v1beta1.LinuxContainer.rdt:type_name -> nri.v1beta1.LinuxRdt
+	66,  // 35: nri.v1beta1.LinuxDevice.file_mode:type_name -> google.protobuf.UInt32Value
+	66,  // 36: nri.v1beta1.LinuxDevice.uid:type_name -> google.protobuf.UInt32Value
+	66,  // 37: nri.v1beta1.LinuxDevice.gid:type_name -> google.protobuf.UInt32Value
+	65,  // 38: nri.v1beta1.LinuxDeviceCgroup.major:type_name -> google.protobuf.Int64Value
+	65,  // 39: nri.v1beta1.LinuxDeviceCgroup.minor:type_name -> google.protobuf.Int64Value
+	24,  // 40: nri.v1beta1.LinuxResources.memory:type_name -> nri.v1beta1.LinuxMemory
+	25,  // 41: nri.v1beta1.LinuxResources.cpu:type_name -> nri.v1beta1.LinuxCPU
+	26,  // 42: nri.v1beta1.LinuxResources.hugepage_limits:type_name -> nri.v1beta1.HugepageLimit
+	67,  // 43: nri.v1beta1.LinuxResources.blockio_class:type_name -> google.protobuf.StringValue
+	67,  // 44: nri.v1beta1.LinuxResources.rdt_class:type_name -> google.protobuf.StringValue
+	57,  // 45: nri.v1beta1.LinuxResources.unified:type_name -> nri.v1beta1.LinuxResources.UnifiedEntry
+	20,  // 46: nri.v1beta1.LinuxResources.devices:type_name -> nri.v1beta1.LinuxDeviceCgroup
+	29,  // 47: nri.v1beta1.LinuxResources.pids:type_name -> nri.v1beta1.LinuxPids
+	65,  // 48: nri.v1beta1.LinuxMemory.limit:type_name -> google.protobuf.Int64Value
+	65,  // 49: nri.v1beta1.LinuxMemory.reservation:type_name -> google.protobuf.Int64Value
+	65,  // 50: nri.v1beta1.LinuxMemory.swap:type_name -> google.protobuf.Int64Value
+	65,  // 51: nri.v1beta1.LinuxMemory.kernel:type_name -> google.protobuf.Int64Value
+	65,  // 52: nri.v1beta1.LinuxMemory.kernel_tcp:type_name -> google.protobuf.Int64Value
+	68,  // 53: nri.v1beta1.LinuxMemory.swappiness:type_name -> google.protobuf.UInt64Value
+	69,  // 54: nri.v1beta1.LinuxMemory.disable_oom_killer:type_name -> google.protobuf.BoolValue
+	69,  // 55: nri.v1beta1.LinuxMemory.use_hierarchy:type_name -> google.protobuf.BoolValue
+	68,  // 56: nri.v1beta1.LinuxCPU.shares:type_name -> google.protobuf.UInt64Value
+	65,  // 57: nri.v1beta1.LinuxCPU.quota:type_name -> google.protobuf.Int64Value
+	68,  // 58: nri.v1beta1.LinuxCPU.period:type_name -> google.protobuf.UInt64Value
+	65,  // 59: nri.v1beta1.LinuxCPU.realtime_runtime:type_name -> google.protobuf.Int64Value
+	68,  // 60: nri.v1beta1.LinuxCPU.realtime_period:type_name -> google.protobuf.UInt64Value
+	9,   // 61: nri.v1beta1.SecurityProfile.profile_type:type_name -> nri.v1beta1.SecurityProfile.ProfileType
 	2,   // 62: nri.v1beta1.LinuxIOPriority.class:type_name -> nri.v1beta1.IOPrioClass
 	3,   // 63: nri.v1beta1.LinuxScheduler.policy:type_name -> nri.v1beta1.LinuxSchedulerPolicy
 	4,   // 64: nri.v1beta1.LinuxScheduler.flags:type_name -> nri.v1beta1.LinuxSchedulerFlag
-	56,  // 65: nri.v1beta1.ContainerAdjustment.annotations:type_name -> nri.v1beta1.ContainerAdjustment.AnnotationsEntry
-	13,  // 66: nri.v1beta1.ContainerAdjustment.mounts:type_name -> nri.v1beta1.Mount
-	42,  // 67: nri.v1beta1.ContainerAdjustment.env:type_name -> nri.v1beta1.KeyValue
-	14,  // 68: nri.v1beta1.ContainerAdjustment.hooks:type_name -> nri.v1beta1.Hooks
-	33,  // 69: nri.v1beta1.ContainerAdjustment.linux:type_name -> nri.v1beta1.LinuxContainerAdjustment
-	27,  // 70: nri.v1beta1.ContainerAdjustment.rlimits:type_name -> nri.v1beta1.POSIXRlimit
-	20,  // 71: nri.v1beta1.ContainerAdjustment.cdi_devices:type_name -> nri.v1beta1.CDIDevice
-	18,  // 72: nri.v1beta1.LinuxContainerAdjustment.devices:type_name -> nri.v1beta1.LinuxDevice
-	22,  // 73: nri.v1beta1.LinuxContainerAdjustment.resources:type_name -> nri.v1beta1.LinuxResources
-	63,  // 74: nri.v1beta1.LinuxContainerAdjustment.oom_score_adj:type_name -> google.protobuf.Int64Value
-	29,  // 75: nri.v1beta1.LinuxContainerAdjustment.io_priority:type_name -> nri.v1beta1.LinuxIOPriority
-	34,  // 76: nri.v1beta1.LinuxContainerAdjustment.seccomp_policy:type_name -> nri.v1beta1.LinuxSeccomp
-	17,  // 77: nri.v1beta1.LinuxContainerAdjustment.namespaces:type_name -> nri.v1beta1.LinuxNamespace
-	57,  // 78: nri.v1beta1.LinuxContainerAdjustment.sysctl:type_name -> nri.v1beta1.LinuxContainerAdjustment.SysctlEntry
-	58,  // 79: nri.v1beta1.LinuxContainerAdjustment.net_devices:type_name -> nri.v1beta1.LinuxContainerAdjustment.NetDevicesEntry
-	31,  // 80: nri.v1beta1.LinuxContainerAdjustment.scheduler:type_name -> nri.v1beta1.LinuxScheduler
-	41,  // 81: nri.v1beta1.LinuxContainerAdjustment.rdt:type_name -> nri.v1beta1.LinuxRdt
-	37,  // 82: nri.v1beta1.LinuxContainerAdjustment.memory_policy:type_name -> nri.v1beta1.LinuxMemoryPolicy
-	64,  // 83: nri.v1beta1.LinuxSeccomp.default_errno:type_name -> google.protobuf.UInt32Value
-	35,  // 84: nri.v1beta1.LinuxSeccomp.syscalls:type_name -> nri.v1beta1.LinuxSyscall
-	64,  // 85: nri.v1beta1.LinuxSyscall.errno_ret:type_name -> google.protobuf.UInt32Value
-	36,  // 86: nri.v1beta1.LinuxSyscall.args:type_name -> nri.v1beta1.LinuxSeccompArg
+	58,  // 65: nri.v1beta1.ContainerAdjustment.annotations:type_name -> nri.v1beta1.ContainerAdjustment.AnnotationsEntry
+	14,  // 66: nri.v1beta1.ContainerAdjustment.mounts:type_name -> nri.v1beta1.Mount
+	43,  // 67: nri.v1beta1.ContainerAdjustment.env:type_name -> nri.v1beta1.KeyValue
+	15,  // 68: nri.v1beta1.ContainerAdjustment.hooks:type_name -> nri.v1beta1.Hooks
+	34,  // 69: nri.v1beta1.ContainerAdjustment.linux:type_name -> nri.v1beta1.LinuxContainerAdjustment
+	28,  // 70: nri.v1beta1.ContainerAdjustment.rlimits:type_name -> nri.v1beta1.POSIXRlimit
+	21,  // 71: nri.v1beta1.ContainerAdjustment.cdi_devices:type_name -> nri.v1beta1.CDIDevice
+	19,  // 72: nri.v1beta1.LinuxContainerAdjustment.devices:type_name -> nri.v1beta1.LinuxDevice
+	23,  // 73: nri.v1beta1.LinuxContainerAdjustment.resources:type_name -> nri.v1beta1.LinuxResources
+	65,  // 74: nri.v1beta1.LinuxContainerAdjustment.oom_score_adj:type_name -> google.protobuf.Int64Value
+	30,  // 75: nri.v1beta1.LinuxContainerAdjustment.io_priority:type_name -> nri.v1beta1.LinuxIOPriority
+	35,  // 76: nri.v1beta1.LinuxContainerAdjustment.seccomp_policy:type_name -> nri.v1beta1.LinuxSeccomp
+	18,  // 77: nri.v1beta1.LinuxContainerAdjustment.namespaces:type_name -> nri.v1beta1.LinuxNamespace
+	59,  // 78: nri.v1beta1.LinuxContainerAdjustment.sysctl:type_name -> nri.v1beta1.LinuxContainerAdjustment.SysctlEntry
+	60,  // 79: nri.v1beta1.LinuxContainerAdjustment.net_devices:type_name -> nri.v1beta1.LinuxContainerAdjustment.NetDevicesEntry
+	32,  // 80: nri.v1beta1.LinuxContainerAdjustment.scheduler:type_name -> nri.v1beta1.LinuxScheduler
+	42,  // 81: nri.v1beta1.LinuxContainerAdjustment.rdt:type_name -> nri.v1beta1.LinuxRdt
+	38,  // 82: nri.v1beta1.LinuxContainerAdjustment.memory_policy:type_name -> nri.v1beta1.LinuxMemoryPolicy
+	66,  // 83: nri.v1beta1.LinuxSeccomp.default_errno:type_name -> google.protobuf.UInt32Value
+	36,  // 84: nri.v1beta1.LinuxSeccomp.syscalls:type_name -> nri.v1beta1.LinuxSyscall
+	66,  // 85: nri.v1beta1.LinuxSyscall.errno_ret:type_name -> google.protobuf.UInt32Value
+	37,  // 86: nri.v1beta1.LinuxSyscall.args:type_name -> nri.v1beta1.LinuxSeccompArg
 	5,   // 87: nri.v1beta1.LinuxMemoryPolicy.mode:type_name -> nri.v1beta1.MpolMode
 	6,   // 88: nri.v1beta1.LinuxMemoryPolicy.flags:type_name -> nri.v1beta1.MpolFlag
-	39,  // 89: nri.v1beta1.ContainerUpdate.linux:type_name -> nri.v1beta1.LinuxContainerUpdate
-	22,  // 90: nri.v1beta1.LinuxContainerUpdate.resources:type_name -> nri.v1beta1.LinuxResources
-	65,  // 91: nri.v1beta1.LinuxRdt.clos_id:type_name -> google.protobuf.StringValue
-	43,  // 92: nri.v1beta1.LinuxRdt.schemata:type_name -> nri.v1beta1.OptionalRepeatedString
-	67,  // 93: nri.v1beta1.LinuxRdt.enable_monitoring:type_name -> google.protobuf.BoolValue
-	59,  // 94: nri.v1beta1.CompoundFieldOwners.owners:type_name -> nri.v1beta1.CompoundFieldOwners.OwnersEntry
-	60,  // 95: nri.v1beta1.FieldOwners.simple:type_name -> nri.v1beta1.FieldOwners.SimpleEntry
-	61,  // 96: nri.v1beta1.FieldOwners.compound:type_name -> nri.v1beta1.FieldOwners.CompoundEntry
-	62,  // 97: nri.v1beta1.OwningPlugins.owners:type_name -> nri.v1beta1.OwningPlugins.OwnersEntry
-	30,  // 98: nri.v1beta1.LinuxContainer.NetDevicesEntry.value:type_name -> nri.v1beta1.LinuxNetDevice
-	30,  // 99: nri.v1beta1.LinuxContainerAdjustment.NetDevicesEntry.value:type_name -> nri.v1beta1.LinuxNetDevice
-	44,  // 100: nri.v1beta1.FieldOwners.CompoundEntry.value:type_name -> nri.v1beta1.CompoundFieldOwners
-	45,  // 101: nri.v1beta1.OwningPlugins.OwnersEntry.value:type_name -> nri.v1beta1.FieldOwners
+	40,  // 89: nri.v1beta1.ContainerUpdate.linux:type_name -> nri.v1beta1.LinuxContainerUpdate
+	23,  // 90: nri.v1beta1.LinuxContainerUpdate.resources:type_name -> nri.v1beta1.LinuxResources
+	67,  // 91: nri.v1beta1.LinuxRdt.clos_id:type_name -> google.protobuf.StringValue
+	44,  // 92: nri.v1beta1.LinuxRdt.schemata:type_name -> nri.v1beta1.OptionalRepeatedString
+	69,  // 93: nri.v1beta1.LinuxRdt.enable_monitoring:type_name -> google.protobuf.BoolValue
+	61,  // 94: nri.v1beta1.CompoundFieldOwners.owners:type_name -> nri.v1beta1.CompoundFieldOwners.OwnersEntry
+	62,  // 95: nri.v1beta1.FieldOwners.simple:type_name -> nri.v1beta1.FieldOwners.SimpleEntry
+	63,  // 96: nri.v1beta1.FieldOwners.compound:type_name -> nri.v1beta1.FieldOwners.CompoundEntry
+	64,  // 97: nri.v1beta1.OwningPlugins.owners:type_name -> nri.v1beta1.OwningPlugins.OwnersEntry
+	31,  // 98: nri.v1beta1.LinuxContainer.NetDevicesEntry.value:type_name -> nri.v1beta1.LinuxNetDevice
+	31,  // 99: nri.v1beta1.LinuxContainerAdjustment.NetDevicesEntry.value:type_name -> nri.v1beta1.LinuxNetDevice
+	45,  // 100: nri.v1beta1.FieldOwners.CompoundEntry.value:type_name -> nri.v1beta1.CompoundFieldOwners
+	46,  // 101: nri.v1beta1.OwningPlugins.OwnersEntry.value:type_name -> nri.v1beta1.FieldOwners
 	102, // [102:102] is the sub-list for method output_type
 	102, // [102:102] is the sub-list for method input_type
 	102, // [102:102] is the sub-list for extension type_name
@@ -4630,8 +4790,8 @@ func file_nri_v1beta1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nri_v1beta1_types_proto_rawDesc), len(file_nri_v1beta1_types_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   54,
+			NumEnums:      10,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -8,7 +8,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Capabilities, Timeouts } from "./plugin_service_pb.js";
 import { file_nri_v1beta1_plugin_service } from "./plugin_service_pb.js";
-import type { ContainerEviction, ContainerUpdate, FailurePolicy } from "./types_pb.js";
+import type { ContainerEviction, ContainerUpdate, EventSelector, FailurePolicy, PluginStatus } from "./types_pb.js";
 import { file_nri_v1beta1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file nri/v1beta1/runtime_service.proto.
  */
 export const file_nri_v1beta1_runtime_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFucmkvdjFiZXRhMS9ydW50aW1lX3NlcnZpY2UucHJvdG8SC25yaS52MWJldGExIt0BChVSZWdpc3RlclBsdWdpblJlcXVlc3QSEwoLcGx1Z2luX25hbWUYASABKAkSEgoKcGx1Z2luX2lkeBgCIAEoCRITCgtucmlfdmVyc2lvbhgDIAEoCRIRCghlbmRwb2ludBjoByABKAkSMAoMY2FwYWJpbGl0aWVzGOkHIAEoCzIZLm5yaS52MWJldGExLkNhcGFiaWxpdGllcxIoCgh0aW1lb3V0cxjqByABKAsyFS5ucmkudjFiZXRhMS5UaW1lb3V0cxIXCg5wbHVnaW5fdmVyc2lvbhjrByABKAkiUgoWUmVnaXN0ZXJQbHVnaW5SZXNwb25zZRItCgpyZWdpc3RlcmVkGAEgASgLMhcubnJpLnYxYmV0YTEuUmVnaXN0ZXJlZEgAQgkKB21lc3NhZ2UiqwIKClJlZ2lzdGVyZWQSEwoLaW5zdGFuY2VfaWQYASABKAkSFgoOc2VydmVyX3ZlcnNpb24YAiABKAkSLwoMY2FwYWJpbGl0aWVzGAMgASgLMhkubnJpLnYxYmV0YTEuQ2FwYWJpbGl0aWVzEhEKCW5vZGVfbmFtZRgEIAEoCRIUCgxydW50aW1lX25hbWUYBSABKAkSFwoPcnVudGltZV92ZXJzaW9uGAYgASgJEicKCHRpbWVvdXRzGAcgASgLMhUubnJpLnYxYmV0YTEuVGltZW91dHMSMgoOZmFpbHVyZV9wb2xpY3kYCCABKAsyGi5ucmkudjFiZXRhMS5GYWlsdXJlUG9saWN5EhAKCGlkZW50aXR5GAkgASgJEg4KBmV2ZW50cxgKIAEoBSJ2ChdVcGRhdGVDb250YWluZXJzUmVxdWVzdBIsCgZ1cGRhdGUYASADKAsyHC5ucmkudjFiZXRhMS5Db250YWluZXJVcGRhdGUSLQoFZXZpY3QYAiADKAsyHi5ucmkudjFiZXRhMS5Db250YWluZXJFdmljdGlvbiKDAQoYVXBkYXRlQ29udGFpbmVyc1Jlc3BvbnNlEiwKBmZhaWxlZBgBIAMoCzIcLm5yaS52MWJldGExLkNvbnRhaW5lclVwZGF0ZRI5ChBmYWlsZWRfZXZpY3Rpb25zGOgHIAMoCzIeLm5yaS52MWJldGExLkNvbnRhaW5lckV2aWN0aW9uKokEChNSZWdpc3RyYXRpb25SZWZ1c2FsEiQKIFJFR0lTVFJBVElPTl9SRUZVU0FMX1VOU1BFQ0lGSUVEEAASJQohUkVHSVNUUkFUSU9OX1JFRlVTQUxfSU5WQUxJRF9OQU1FEAESJgoiUkVHSVNUUkFUSU9OX1JFRlVTQUxfSU5WQUxJRF9JTkRFWBACEikKJVJFR0lTVFJBVElPTl9SRUZVU0FMX0lOVkFMSURfRU5EUE9JTlQQAxImCiJSRUdJU1RSQVRJT05fUkVGVVNBTF9OT1RfUEVSTUlUVEVEEAQSKgomUkVHSVNUUkFUSU9OX1JFRlVTQUxfSURFTlRJVFlfTUlTTUFUQ0gQBRImCiJSRUdJU1RSQVRJT05fUkVGVVNBTF9QRUVSX01JU01BVENIEAYSJwojUkVHSVNUUkFUSU9OX1JFRlVTQUxfSU5WQUxJRF9FVkVOVFMQBxIpCiVSRUdJU1RSQVRJT05fUkVGVVNBTF9DT05GSUdVUkVfRkFJTEVEEAgSKwonUkVHSVNUUkFUSU9OX1JFRlVTQUxfU1lOQ0hST05JWkVfRkFJTEVEEAkSJgoiUkVHSVNUUkFUSU9OX1JFRlVTQUxfU0hVVFRJTkdfRE9XThAKEi0KKVJFR0lTVFJBVElPTl9SRUZVU0FMX0lOVkFMSURfQ0FQQUJJTElUSUVTEAsyzgEKDlJ1bnRpbWVTZXJ2aWNlElsKDlJlZ2lzdGVyUGx1Z2luEiIubnJpLnYxYmV0YTEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiMubnJpLnYxYmV0YTEuUmVnaXN0ZXJQbHVnaW5SZXNwb25zZTABEl8KEFVwZGF0ZUNvbnRhaW5lcnMSJC5ucmkudjFiZXRhMS5VcGRhdGVDb250YWluZXJzUmVxdWVzdBolLm5yaS52MWJldGExLlVwZGF0ZUNvbnRhaW5lcnNSZXNwb25zZUKvAQoPY29tLm5yaS52MWJldGExQhNSdW50aW1lU2VydmljZVByb3RvUAFaOmdpdGh1Yi5jb20vbnJpLWdycGMvbnJpLWdycGMvZ2VuL2dvL25yaS92MWJldGExO25yaXYxYmV0YTGiAgNOWFiqAgtOcmkuVjFiZXRhMcoCC05yaVxWMWJldGEx4gIXTnJpXFYxYmV0YTFcR1BCTWV0YWRhdGHqAgxOcmk6OlYxYmV0YTFiBnByb3RvMw", [file_nri_v1beta1_plugin_service, file_nri_v1beta1_types]);
+  fileDesc("CiFucmkvdjFiZXRhMS9ydW50aW1lX3NlcnZpY2UucHJvdG8SC25yaS52MWJldGExItECChVSZWdpc3RlclBsdWdpblJlcXVlc3QSEwoLcGx1Z2luX25hbWUYASABKAkSEgoKcGx1Z2luX2lkeBgCIAEoCRITCgtucmlfdmVyc2lvbhgDIAEoCRIRCghlbmRwb2ludBjoByABKAkSMAoMY2FwYWJpbGl0aWVzGOkHIAEoCzIZLm5yaS52MWJldGExLkNhcGFiaWxpdGllcxIoCgh0aW1lb3V0cxjqByABKAsyFS5ucmkudjFiZXRhMS5UaW1lb3V0cxIXCg5wbHVnaW5fdmVyc2lvbhjrByABKAkSLgoJc2VsZWN0b3JzGOwHIAMoCzIaLm5yaS52MWJldGExLkV2ZW50U2VsZWN0b3ISKgoGc3RhdHVzGO0HIAEoDjIZLm5yaS52MWJldGExLlBsdWdpblN0YXR1cxIWCg1zdGF0dXNfcmVhc29uGO4HIAEoCSJTChZTZXRQbHVnaW5TdGF0dXNSZXF1ZXN0EikKBnN0YXR1cxgBIAEoDjIZLm5yaS52MWJldGExLlBsdWdpblN0YXR1cxIOCgZyZWFzb24YAiABKAkiGQoXU2V0UGx1Z2luU3RhdHVzUmVzcG9uc2UiJgoUUmVxdWVzdFJlc3luY1JlcXVlc3QSDgoGcmVhc29uGAEgASgJIiYKFVJlcXVlc3RSZXN5bmNSZXNwb25zZRINCgVlcG9jaBgBIAEoBCJSChZSZWdpc3RlclBsdWdpblJlc3BvbnNlEi0KCnJlZ2lzdGVyZWQYASABKAsyFy5ucmkudjFiZXRhMS5SZWdpc3RlcmVkSABCCQoHbWVzc2FnZSLaAgoKUmVnaXN0ZXJlZBITCgtpbnN0YW5jZV9pZBgBIAEoCRIWCg5zZXJ2ZXJfdmVyc2lvbhgCIAEoCRIvCgxjYXBhYmlsaXRpZXMYAyABKAsyGS5ucmkudjFiZXRhMS5DYXBhYmlsaXRpZXMSEQoJbm9kZV9uYW1lGAQgASgJEhQKDHJ1bnRpbWVfbmFtZRgFIAEoCRIXCg9ydW50aW1lX3ZlcnNpb24YBiABKAkSJwoIdGltZW91dHMYByABKAsyFS5ucmkudjFiZXRhMS5UaW1lb3V0cxIyCg5mYWlsdXJlX3BvbGljeRgIIAEoCzIaLm5yaS52MWJldGExLkZhaWx1cmVQb2xpY3kSEAoIaWRlbnRpdHkYCSABKAkSDgoGZXZlbnRzGAogASgFEi0KCXNlbGVjdG9ycxgLIAMoCzIaLm5yaS52MWJldGExLkV2ZW50U2VsZWN0b3IidgoXVXBkYXRlQ29udGFpbmVyc1JlcXVlc3QSLAoGdXBkYXRlGAEgAygLMhwubnJpLnYxYmV0YTEuQ29udGFpbmVyVXBkYXRlEi0KBWV2aWN0GAIgAygLMh4ubnJpLnYxYmV0YTEuQ29udGFpbmVyRXZpY3Rpb24igwEKGFVwZGF0ZUNvbnRhaW5lcnNSZXNwb25zZRIsCgZmYWlsZWQYASADKAsyHC5ucmkudjFiZXRhMS5Db250YWluZXJVcGRhdGUSOQoQZmFpbGVkX2V2aWN0aW9ucxjoByADKAsyHi5ucmkudjFiZXRhMS5Db250YWluZXJFdmljdGlvbiq1BAoTUmVnaXN0cmF0aW9uUmVmdXNhbBIkCiBSRUdJU1RSQVRJT05fUkVGVVNBTF9VTlNQRUNJRklFRBAAEiUKIVJFR0lTVFJBVElPTl9SRUZVU0FMX0lOVkFMSURfTkFNRRABEiYKIlJFR0lTVFJBVElPTl9SRUZVU0FMX0lOVkFMSURfSU5ERVgQAhIpCiVSRUdJU1RSQVRJT05fUkVGVVNBTF9JTlZBTElEX0VORFBPSU5UEAMSJgoiUkVHSVNUUkFUSU9OX1JFRlVTQUxfTk9UX1BFUk1JVFRFRBAEEioKJlJFR0lTVFJBVElPTl9SRUZVU0FMX0lERU5USVRZX01JU01BVENIEAUSJgoiUkVHSVNUUkFUSU9OX1JFRlVTQUxfUEVFUl9NSVNNQVRDSBAGEicKI1JFR0lTVFJBVElPTl9SRUZVU0FMX0lOVkFMSURfRVZFTlRTEAcSKQolUkVHSVNUUkFUSU9OX1JFRlVTQUxfQ09ORklHVVJFX0ZBSUxFRBAIEisKJ1JFR0lTVFJBVElPTl9SRUZVU0FMX1NZTkNIUk9OSVpFX0ZBSUxFRBAJEiYKIlJFR0lTVFJBVElPTl9SRUZVU0FMX1NIVVRUSU5HX0RPV04QChItCilSRUdJU1RSQVRJT05fUkVGVVNBTF9JTlZBTElEX0NBUEFCSUxJVElFUxALEioKJlJFR0lTVFJBVElPTl9SRUZVU0FMX0lOVkFMSURfU0VMRUNUT1JTEAwyhAMKDlJ1bnRpbWVTZXJ2aWNlElsKDlJlZ2lzdGVyUGx1Z2luEiIubnJpLnYxYmV0YTEuUmVnaXN0ZXJQbHVnaW5SZXF1ZXN0GiMubnJpLnYxYmV0YTEuUmVnaXN0ZXJQbHVnaW5SZXNwb25zZTABEl8KEFVwZGF0ZUNvbnRhaW5lcnMSJC5ucmkudjFiZXRhMS5VcGRhdGVDb250YWluZXJzUmVxdWVzdBolLm5yaS52MWJldGExLlVwZGF0ZUNvbnRhaW5lcnNSZXNwb25zZRJcCg9TZXRQbHVnaW5TdGF0dXMSIy5ucmkudjFiZXRhMS5TZXRQbHVnaW5TdGF0dXNSZXF1ZXN0GiQubnJpLnYxYmV0YTEuU2V0UGx1Z2luU3RhdHVzUmVzcG9uc2USVgoNUmVxdWVzdFJlc3luYxIhLm5yaS52MWJldGExLlJlcXVlc3RSZXN5bmNSZXF1ZXN0GiIubnJpLnYxYmV0YTEuUmVxdWVzdFJlc3luY1Jlc3BvbnNlQq8BCg9jb20ubnJpLnYxYmV0YTFCE1J1bnRpbWVTZXJ2aWNlUHJvdG9QAVo6Z2l0aHViLmNvbS9ucmktZ3JwYy9ucmktZ3JwYy9nZW4vZ28vbnJpL3YxYmV0YTE7bnJpdjFiZXRhMaICA05YWKoCC05yaS5WMWJldGExygILTnJpXFYxYmV0YTHiAhdOcmlcVjFiZXRhMVxHUEJNZXRhZGF0YeoCDE5yaTo6VjFiZXRhMWIGcHJvdG8z", [file_nri_v1beta1_plugin_service, file_nri_v1beta1_types]);
 
 /**
  * RegisterPluginRequest opens a registration. Fields 1 to 3 are
@@ -78,6 +78,33 @@ export type RegisterPluginRequest = Message<"nri.v1beta1.RegisterPluginRequest">
    * @generated from field: string plugin_version = 1003;
    */
   pluginVersion: string;
+
+  /**
+   * Event selectors: when any are given, the plugin receives the events,
+   * and the Synchronize state, of the pods and containers at least one
+   * selector matches, and nothing of the others (their events never wait
+   * for it, and a required plugin is required only for what it selects).
+   * Empty: everything. At most 16 selectors.
+   *
+   * @generated from field: repeated nri.v1beta1.EventSelector selectors = 1004;
+   */
+  selectors: EventSelector[];
+
+  /**
+   * Status the plugin registers with; UNSPECIFIED means READY. A plugin
+   * that needs time to warm up registers NOT_READY and reports READY with
+   * SetPluginStatus when it is.
+   *
+   * @generated from field: nri.v1beta1.PluginStatus status = 1005;
+   */
+  status: PluginStatus;
+
+  /**
+   * Reason for status, as in SetPluginStatusRequest.reason.
+   *
+   * @generated from field: string status_reason = 1006;
+   */
+  statusReason: string;
 };
 
 /**
@@ -86,6 +113,93 @@ export type RegisterPluginRequest = Message<"nri.v1beta1.RegisterPluginRequest">
  */
 export const RegisterPluginRequestSchema: GenMessage<RegisterPluginRequest> = /*@__PURE__*/
   messageDesc(file_nri_v1beta1_runtime_service, 0);
+
+/**
+ * SetPluginStatusRequest reports a plugin's status.
+ *
+ * @generated from message nri.v1beta1.SetPluginStatusRequest
+ */
+export type SetPluginStatusRequest = Message<"nri.v1beta1.SetPluginStatusRequest"> & {
+  /**
+   * The new status; UNSPECIFIED means READY.
+   *
+   * @generated from field: nri.v1beta1.PluginStatus status = 1;
+   */
+  status: PluginStatus;
+
+  /**
+   * Why, for operators (AdminService, nrictl, logs). UTF-8, at most 1024
+   * bytes.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message nri.v1beta1.SetPluginStatusRequest.
+ * Use `create(SetPluginStatusRequestSchema)` to create a new message.
+ */
+export const SetPluginStatusRequestSchema: GenMessage<SetPluginStatusRequest> = /*@__PURE__*/
+  messageDesc(file_nri_v1beta1_runtime_service, 1);
+
+/**
+ * SetPluginStatusResponse acknowledges a status report.
+ *
+ * @generated from message nri.v1beta1.SetPluginStatusResponse
+ */
+export type SetPluginStatusResponse = Message<"nri.v1beta1.SetPluginStatusResponse"> & {
+};
+
+/**
+ * Describes the message nri.v1beta1.SetPluginStatusResponse.
+ * Use `create(SetPluginStatusResponseSchema)` to create a new message.
+ */
+export const SetPluginStatusResponseSchema: GenMessage<SetPluginStatusResponse> = /*@__PURE__*/
+  messageDesc(file_nri_v1beta1_runtime_service, 2);
+
+/**
+ * RequestResyncRequest asks for the runtime's state again.
+ *
+ * @generated from message nri.v1beta1.RequestResyncRequest
+ */
+export type RequestResyncRequest = Message<"nri.v1beta1.RequestResyncRequest"> & {
+  /**
+   * Why, for operators and logs. UTF-8, at most 1024 bytes.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message nri.v1beta1.RequestResyncRequest.
+ * Use `create(RequestResyncRequestSchema)` to create a new message.
+ */
+export const RequestResyncRequestSchema: GenMessage<RequestResyncRequest> = /*@__PURE__*/
+  messageDesc(file_nri_v1beta1_runtime_service, 3);
+
+/**
+ * RequestResyncResponse acknowledges a resync request.
+ *
+ * @generated from message nri.v1beta1.RequestResyncResponse
+ */
+export type RequestResyncResponse = Message<"nri.v1beta1.RequestResyncResponse"> & {
+  /**
+   * Epoch of the Synchronize that will carry the state (a pending request's
+   * epoch when the request was merged into it).
+   *
+   * @generated from field: uint64 epoch = 1;
+   */
+  epoch: bigint;
+};
+
+/**
+ * Describes the message nri.v1beta1.RequestResyncResponse.
+ * Use `create(RequestResyncResponseSchema)` to create a new message.
+ */
+export const RequestResyncResponseSchema: GenMessage<RequestResyncResponse> = /*@__PURE__*/
+  messageDesc(file_nri_v1beta1_runtime_service, 4);
 
 /**
  * RegisterPluginResponse is one message of a registration session.
@@ -115,7 +229,7 @@ export type RegisterPluginResponse = Message<"nri.v1beta1.RegisterPluginResponse
  * Use `create(RegisterPluginResponseSchema)` to create a new message.
  */
 export const RegisterPluginResponseSchema: GenMessage<RegisterPluginResponse> = /*@__PURE__*/
-  messageDesc(file_nri_v1beta1_runtime_service, 1);
+  messageDesc(file_nri_v1beta1_runtime_service, 5);
 
 /**
  * Registered is the outcome of a successful registration.
@@ -195,6 +309,14 @@ export type Registered = Message<"nri.v1beta1.Registered"> & {
    * @generated from field: int32 events = 10;
    */
   events: number;
+
+  /**
+   * Event selectors in effect, as validated (see
+   * RegisterPluginRequest.selectors); empty: every pod and container.
+   *
+   * @generated from field: repeated nri.v1beta1.EventSelector selectors = 11;
+   */
+  selectors: EventSelector[];
 };
 
 /**
@@ -202,7 +324,7 @@ export type Registered = Message<"nri.v1beta1.Registered"> & {
  * Use `create(RegisteredSchema)` to create a new message.
  */
 export const RegisteredSchema: GenMessage<Registered> = /*@__PURE__*/
-  messageDesc(file_nri_v1beta1_runtime_service, 2);
+  messageDesc(file_nri_v1beta1_runtime_service, 6);
 
 /**
  * UpdateContainersRequest asks for unsolicited updates and evictions.
@@ -231,7 +353,7 @@ export type UpdateContainersRequest = Message<"nri.v1beta1.UpdateContainersReque
  * Use `create(UpdateContainersRequestSchema)` to create a new message.
  */
 export const UpdateContainersRequestSchema: GenMessage<UpdateContainersRequest> = /*@__PURE__*/
-  messageDesc(file_nri_v1beta1_runtime_service, 3);
+  messageDesc(file_nri_v1beta1_runtime_service, 7);
 
 /**
  * UpdateContainersResponse reports what could not be applied.
@@ -261,7 +383,7 @@ export type UpdateContainersResponse = Message<"nri.v1beta1.UpdateContainersResp
  * Use `create(UpdateContainersResponseSchema)` to create a new message.
  */
 export const UpdateContainersResponseSchema: GenMessage<UpdateContainersResponse> = /*@__PURE__*/
-  messageDesc(file_nri_v1beta1_runtime_service, 4);
+  messageDesc(file_nri_v1beta1_runtime_service, 8);
 
 /**
  * RegistrationRefusal names the rule a refused registration broke. Its value
@@ -355,6 +477,15 @@ export enum RegistrationRefusal {
    * @generated from enum value: REGISTRATION_REFUSAL_INVALID_CAPABILITIES = 11;
    */
   INVALID_CAPABILITIES = 11,
+
+  /**
+   * A selector is invalid (too many entries, an entry too long or not
+   * UTF-8, a label selector that does not parse), or status is out of
+   * range.
+   *
+   * @generated from enum value: REGISTRATION_REFUSAL_INVALID_SELECTORS = 12;
+   */
+  INVALID_SELECTORS = 12,
 }
 
 /**
@@ -405,6 +536,37 @@ export const RuntimeService: GenService<{
     methodKind: "unary";
     input: typeof UpdateContainersRequestSchema;
     output: typeof UpdateContainersResponseSchema;
+  },
+  /**
+   * SetPluginStatus reports the plugin's status (READY, NOT_READY, DEGRADED)
+   * with a reason, at any time during its registration session. The call
+   * must carry the "nri-instance-id" metadata of the caller's registration
+   * and come from the identity that registered it. The status holds until
+   * the next report or the end of the session; a new registration starts
+   * with RegisterPluginRequest.status. What NOT_READY means for the plugin's
+   * events is the operator's policy (docs/PROTOCOL.md, "Plugin status").
+   *
+   * @generated from rpc nri.v1beta1.RuntimeService.SetPluginStatus
+   */
+  setPluginStatus: {
+    methodKind: "unary";
+    input: typeof SetPluginStatusRequestSchema;
+    output: typeof SetPluginStatusResponseSchema;
+  },
+  /**
+   * RequestResync asks the server to send the plugin the runtime's state
+   * again ("my view changed"): the server answers at once with the epoch it
+   * will use and then serves a new Synchronize (reason
+   * SYNC_REASON_PLUGIN_REQUESTED) to this plugin only, ordered with its
+   * events as any resynchronization. Requests made while one is pending are
+   * merged into it. Same metadata and identity rules as SetPluginStatus.
+   *
+   * @generated from rpc nri.v1beta1.RuntimeService.RequestResync
+   */
+  requestResync: {
+    methodKind: "unary";
+    input: typeof RequestResyncRequestSchema;
+    output: typeof RequestResyncResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_nri_v1beta1_runtime_service, 0);

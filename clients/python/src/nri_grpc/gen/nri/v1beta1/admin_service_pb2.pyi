@@ -29,6 +29,13 @@ class PluginState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PLUGIN_STATE_READY: _ClassVar[PluginState]
     PLUGIN_STATE_CLOSING: _ClassVar[PluginState]
 
+class NotReadyPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NOT_READY_POLICY_UNSPECIFIED: _ClassVar[NotReadyPolicy]
+    NOT_READY_POLICY_WAIT: _ClassVar[NotReadyPolicy]
+    NOT_READY_POLICY_FAIL: _ClassVar[NotReadyPolicy]
+    NOT_READY_POLICY_SKIP: _ClassVar[NotReadyPolicy]
+
 class CallOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     CALL_OUTCOME_UNSPECIFIED: _ClassVar[CallOutcome]
@@ -60,6 +67,10 @@ PLUGIN_STATE_CONFIGURING: PluginState
 PLUGIN_STATE_SYNCHRONIZING: PluginState
 PLUGIN_STATE_READY: PluginState
 PLUGIN_STATE_CLOSING: PluginState
+NOT_READY_POLICY_UNSPECIFIED: NotReadyPolicy
+NOT_READY_POLICY_WAIT: NotReadyPolicy
+NOT_READY_POLICY_FAIL: NotReadyPolicy
+NOT_READY_POLICY_SKIP: NotReadyPolicy
 CALL_OUTCOME_UNSPECIFIED: CallOutcome
 CALL_OUTCOME_OK: CallOutcome
 CALL_OUTCOME_VETO: CallOutcome
@@ -78,23 +89,29 @@ DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE: DispatchOutcome
 DISPATCH_OUTCOME_ERROR: DispatchOutcome
 
 class PluginCounters(_message.Message):
-    __slots__ = ("calls", "vetoes", "timeouts", "unavailable", "refused", "errors")
+    __slots__ = ("calls", "vetoes", "timeouts", "unavailable", "refused", "errors", "filtered", "not_ready_skips", "requested_resyncs")
     CALLS_FIELD_NUMBER: _ClassVar[int]
     VETOES_FIELD_NUMBER: _ClassVar[int]
     TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
     UNAVAILABLE_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
+    FILTERED_FIELD_NUMBER: _ClassVar[int]
+    NOT_READY_SKIPS_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_RESYNCS_FIELD_NUMBER: _ClassVar[int]
     calls: int
     vetoes: int
     timeouts: int
     unavailable: int
     refused: int
     errors: int
-    def __init__(self, calls: _Optional[int] = ..., vetoes: _Optional[int] = ..., timeouts: _Optional[int] = ..., unavailable: _Optional[int] = ..., refused: _Optional[int] = ..., errors: _Optional[int] = ...) -> None: ...
+    filtered: int
+    not_ready_skips: int
+    requested_resyncs: int
+    def __init__(self, calls: _Optional[int] = ..., vetoes: _Optional[int] = ..., timeouts: _Optional[int] = ..., unavailable: _Optional[int] = ..., refused: _Optional[int] = ..., errors: _Optional[int] = ..., filtered: _Optional[int] = ..., not_ready_skips: _Optional[int] = ..., requested_resyncs: _Optional[int] = ...) -> None: ...
 
 class PluginInfo(_message.Message):
-    __slots__ = ("plugin", "instance_id", "identity", "kind", "endpoint", "events", "capabilities", "failure_policy", "timeouts", "state", "registered_at", "last_error", "counters", "nri_version", "plugin_version")
+    __slots__ = ("plugin", "instance_id", "identity", "kind", "endpoint", "events", "capabilities", "failure_policy", "timeouts", "state", "registered_at", "last_error", "counters", "nri_version", "plugin_version", "selectors", "status", "status_reason", "status_since", "not_ready_policy")
     PLUGIN_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +127,11 @@ class PluginInfo(_message.Message):
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
     NRI_VERSION_FIELD_NUMBER: _ClassVar[int]
     PLUGIN_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_REASON_FIELD_NUMBER: _ClassVar[int]
+    STATUS_SINCE_FIELD_NUMBER: _ClassVar[int]
+    NOT_READY_POLICY_FIELD_NUMBER: _ClassVar[int]
     plugin: _types_pb2.PluginInstance
     instance_id: str
     identity: str
@@ -125,7 +147,12 @@ class PluginInfo(_message.Message):
     counters: PluginCounters
     nri_version: str
     plugin_version: str
-    def __init__(self, plugin: _Optional[_Union[_types_pb2.PluginInstance, _Mapping]] = ..., instance_id: _Optional[str] = ..., identity: _Optional[str] = ..., kind: _Optional[_Union[PluginKind, str]] = ..., endpoint: _Optional[str] = ..., events: _Optional[_Iterable[_Union[_types_pb2.Event, str]]] = ..., capabilities: _Optional[_Union[_plugin_service_pb2.Capabilities, _Mapping]] = ..., failure_policy: _Optional[_Union[_types_pb2.FailurePolicy, _Mapping]] = ..., timeouts: _Optional[_Union[_plugin_service_pb2.Timeouts, _Mapping]] = ..., state: _Optional[_Union[PluginState, str]] = ..., registered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., counters: _Optional[_Union[PluginCounters, _Mapping]] = ..., nri_version: _Optional[str] = ..., plugin_version: _Optional[str] = ...) -> None: ...
+    selectors: _containers.RepeatedCompositeFieldContainer[_types_pb2.EventSelector]
+    status: _types_pb2.PluginStatus
+    status_reason: str
+    status_since: _timestamp_pb2.Timestamp
+    not_ready_policy: NotReadyPolicy
+    def __init__(self, plugin: _Optional[_Union[_types_pb2.PluginInstance, _Mapping]] = ..., instance_id: _Optional[str] = ..., identity: _Optional[str] = ..., kind: _Optional[_Union[PluginKind, str]] = ..., endpoint: _Optional[str] = ..., events: _Optional[_Iterable[_Union[_types_pb2.Event, str]]] = ..., capabilities: _Optional[_Union[_plugin_service_pb2.Capabilities, _Mapping]] = ..., failure_policy: _Optional[_Union[_types_pb2.FailurePolicy, _Mapping]] = ..., timeouts: _Optional[_Union[_plugin_service_pb2.Timeouts, _Mapping]] = ..., state: _Optional[_Union[PluginState, str]] = ..., registered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., counters: _Optional[_Union[PluginCounters, _Mapping]] = ..., nri_version: _Optional[str] = ..., plugin_version: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[_types_pb2.EventSelector, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.PluginStatus, str]] = ..., status_reason: _Optional[str] = ..., status_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., not_ready_policy: _Optional[_Union[NotReadyPolicy, str]] = ...) -> None: ...
 
 class ListPluginsRequest(_message.Message):
     __slots__ = ()

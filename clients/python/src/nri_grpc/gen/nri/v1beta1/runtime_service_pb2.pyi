@@ -23,6 +23,7 @@ class RegistrationRefusal(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED: _ClassVar[RegistrationRefusal]
     REGISTRATION_REFUSAL_SHUTTING_DOWN: _ClassVar[RegistrationRefusal]
     REGISTRATION_REFUSAL_INVALID_CAPABILITIES: _ClassVar[RegistrationRefusal]
+    REGISTRATION_REFUSAL_INVALID_SELECTORS: _ClassVar[RegistrationRefusal]
 REGISTRATION_REFUSAL_UNSPECIFIED: RegistrationRefusal
 REGISTRATION_REFUSAL_INVALID_NAME: RegistrationRefusal
 REGISTRATION_REFUSAL_INVALID_INDEX: RegistrationRefusal
@@ -35,9 +36,10 @@ REGISTRATION_REFUSAL_CONFIGURE_FAILED: RegistrationRefusal
 REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED: RegistrationRefusal
 REGISTRATION_REFUSAL_SHUTTING_DOWN: RegistrationRefusal
 REGISTRATION_REFUSAL_INVALID_CAPABILITIES: RegistrationRefusal
+REGISTRATION_REFUSAL_INVALID_SELECTORS: RegistrationRefusal
 
 class RegisterPluginRequest(_message.Message):
-    __slots__ = ("plugin_name", "plugin_idx", "nri_version", "endpoint", "capabilities", "timeouts", "plugin_version")
+    __slots__ = ("plugin_name", "plugin_idx", "nri_version", "endpoint", "capabilities", "timeouts", "plugin_version", "selectors", "status", "status_reason")
     PLUGIN_NAME_FIELD_NUMBER: _ClassVar[int]
     PLUGIN_IDX_FIELD_NUMBER: _ClassVar[int]
     NRI_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +47,9 @@ class RegisterPluginRequest(_message.Message):
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
     PLUGIN_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_REASON_FIELD_NUMBER: _ClassVar[int]
     plugin_name: str
     plugin_idx: str
     nri_version: str
@@ -52,7 +57,34 @@ class RegisterPluginRequest(_message.Message):
     capabilities: _plugin_service_pb2.Capabilities
     timeouts: _plugin_service_pb2.Timeouts
     plugin_version: str
-    def __init__(self, plugin_name: _Optional[str] = ..., plugin_idx: _Optional[str] = ..., nri_version: _Optional[str] = ..., endpoint: _Optional[str] = ..., capabilities: _Optional[_Union[_plugin_service_pb2.Capabilities, _Mapping]] = ..., timeouts: _Optional[_Union[_plugin_service_pb2.Timeouts, _Mapping]] = ..., plugin_version: _Optional[str] = ...) -> None: ...
+    selectors: _containers.RepeatedCompositeFieldContainer[_types_pb2.EventSelector]
+    status: _types_pb2.PluginStatus
+    status_reason: str
+    def __init__(self, plugin_name: _Optional[str] = ..., plugin_idx: _Optional[str] = ..., nri_version: _Optional[str] = ..., endpoint: _Optional[str] = ..., capabilities: _Optional[_Union[_plugin_service_pb2.Capabilities, _Mapping]] = ..., timeouts: _Optional[_Union[_plugin_service_pb2.Timeouts, _Mapping]] = ..., plugin_version: _Optional[str] = ..., selectors: _Optional[_Iterable[_Union[_types_pb2.EventSelector, _Mapping]]] = ..., status: _Optional[_Union[_types_pb2.PluginStatus, str]] = ..., status_reason: _Optional[str] = ...) -> None: ...
+
+class SetPluginStatusRequest(_message.Message):
+    __slots__ = ("status", "reason")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    status: _types_pb2.PluginStatus
+    reason: str
+    def __init__(self, status: _Optional[_Union[_types_pb2.PluginStatus, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SetPluginStatusResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RequestResyncRequest(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class RequestResyncResponse(_message.Message):
+    __slots__ = ("epoch",)
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    def __init__(self, epoch: _Optional[int] = ...) -> None: ...
 
 class RegisterPluginResponse(_message.Message):
     __slots__ = ("registered",)
@@ -61,7 +93,7 @@ class RegisterPluginResponse(_message.Message):
     def __init__(self, registered: _Optional[_Union[Registered, _Mapping]] = ...) -> None: ...
 
 class Registered(_message.Message):
-    __slots__ = ("instance_id", "server_version", "capabilities", "node_name", "runtime_name", "runtime_version", "timeouts", "failure_policy", "identity", "events")
+    __slots__ = ("instance_id", "server_version", "capabilities", "node_name", "runtime_name", "runtime_version", "timeouts", "failure_policy", "identity", "events", "selectors")
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +104,7 @@ class Registered(_message.Message):
     FAILURE_POLICY_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    SELECTORS_FIELD_NUMBER: _ClassVar[int]
     instance_id: str
     server_version: str
     capabilities: _plugin_service_pb2.Capabilities
@@ -82,7 +115,8 @@ class Registered(_message.Message):
     failure_policy: _types_pb2.FailurePolicy
     identity: str
     events: int
-    def __init__(self, instance_id: _Optional[str] = ..., server_version: _Optional[str] = ..., capabilities: _Optional[_Union[_plugin_service_pb2.Capabilities, _Mapping]] = ..., node_name: _Optional[str] = ..., runtime_name: _Optional[str] = ..., runtime_version: _Optional[str] = ..., timeouts: _Optional[_Union[_plugin_service_pb2.Timeouts, _Mapping]] = ..., failure_policy: _Optional[_Union[_types_pb2.FailurePolicy, _Mapping]] = ..., identity: _Optional[str] = ..., events: _Optional[int] = ...) -> None: ...
+    selectors: _containers.RepeatedCompositeFieldContainer[_types_pb2.EventSelector]
+    def __init__(self, instance_id: _Optional[str] = ..., server_version: _Optional[str] = ..., capabilities: _Optional[_Union[_plugin_service_pb2.Capabilities, _Mapping]] = ..., node_name: _Optional[str] = ..., runtime_name: _Optional[str] = ..., runtime_version: _Optional[str] = ..., timeouts: _Optional[_Union[_plugin_service_pb2.Timeouts, _Mapping]] = ..., failure_policy: _Optional[_Union[_types_pb2.FailurePolicy, _Mapping]] = ..., identity: _Optional[str] = ..., events: _Optional[int] = ..., selectors: _Optional[_Iterable[_Union[_types_pb2.EventSelector, _Mapping]]] = ...) -> None: ...
 
 class UpdateContainersRequest(_message.Message):
     __slots__ = ("update", "evict")

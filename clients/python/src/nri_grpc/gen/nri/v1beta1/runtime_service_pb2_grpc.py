@@ -46,6 +46,16 @@ class RuntimeServiceStub:
                 request_serializer=nri_dot_v1beta1_dot_runtime__service__pb2.UpdateContainersRequest.SerializeToString,
                 response_deserializer=nri_dot_v1beta1_dot_runtime__service__pb2.UpdateContainersResponse.FromString,
                 _registered_method=True)
+        self.SetPluginStatus = channel.unary_unary(
+                '/nri.v1beta1.RuntimeService/SetPluginStatus',
+                request_serializer=nri_dot_v1beta1_dot_runtime__service__pb2.SetPluginStatusRequest.SerializeToString,
+                response_deserializer=nri_dot_v1beta1_dot_runtime__service__pb2.SetPluginStatusResponse.FromString,
+                _registered_method=True)
+        self.RequestResync = channel.unary_unary(
+                '/nri.v1beta1.RuntimeService/RequestResync',
+                request_serializer=nri_dot_v1beta1_dot_runtime__service__pb2.RequestResyncRequest.SerializeToString,
+                response_deserializer=nri_dot_v1beta1_dot_runtime__service__pb2.RequestResyncResponse.FromString,
+                _registered_method=True)
 
 
 class RuntimeServiceServicer:
@@ -83,6 +93,31 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetPluginStatus(self, request, context):
+        """SetPluginStatus reports the plugin's status (READY, NOT_READY, DEGRADED)
+        with a reason, at any time during its registration session. The call
+        must carry the "nri-instance-id" metadata of the caller's registration
+        and come from the identity that registered it. The status holds until
+        the next report or the end of the session; a new registration starts
+        with RegisterPluginRequest.status. What NOT_READY means for the plugin's
+        events is the operator's policy (docs/PROTOCOL.md, "Plugin status").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RequestResync(self, request, context):
+        """RequestResync asks the server to send the plugin the runtime's state
+        again ("my view changed"): the server answers at once with the epoch it
+        will use and then serves a new Synchronize (reason
+        SYNC_REASON_PLUGIN_REQUESTED) to this plugin only, ordered with its
+        events as any resynchronization. Requests made while one is pending are
+        merged into it. Same metadata and identity rules as SetPluginStatus.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RuntimeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -95,6 +130,16 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.UpdateContainers,
                     request_deserializer=nri_dot_v1beta1_dot_runtime__service__pb2.UpdateContainersRequest.FromString,
                     response_serializer=nri_dot_v1beta1_dot_runtime__service__pb2.UpdateContainersResponse.SerializeToString,
+            ),
+            'SetPluginStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetPluginStatus,
+                    request_deserializer=nri_dot_v1beta1_dot_runtime__service__pb2.SetPluginStatusRequest.FromString,
+                    response_serializer=nri_dot_v1beta1_dot_runtime__service__pb2.SetPluginStatusResponse.SerializeToString,
+            ),
+            'RequestResync': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestResync,
+                    request_deserializer=nri_dot_v1beta1_dot_runtime__service__pb2.RequestResyncRequest.FromString,
+                    response_serializer=nri_dot_v1beta1_dot_runtime__service__pb2.RequestResyncResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -153,6 +198,60 @@ class RuntimeService:
             '/nri.v1beta1.RuntimeService/UpdateContainers',
             nri_dot_v1beta1_dot_runtime__service__pb2.UpdateContainersRequest.SerializeToString,
             nri_dot_v1beta1_dot_runtime__service__pb2.UpdateContainersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetPluginStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nri.v1beta1.RuntimeService/SetPluginStatus',
+            nri_dot_v1beta1_dot_runtime__service__pb2.SetPluginStatusRequest.SerializeToString,
+            nri_dot_v1beta1_dot_runtime__service__pb2.SetPluginStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestResync(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nri.v1beta1.RuntimeService/RequestResync',
+            nri_dot_v1beta1_dot_runtime__service__pb2.RequestResyncRequest.SerializeToString,
+            nri_dot_v1beta1_dot_runtime__service__pb2.RequestResyncResponse.FromString,
             options,
             channel_credentials,
             insecure,

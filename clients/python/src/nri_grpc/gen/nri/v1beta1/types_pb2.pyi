@@ -122,6 +122,13 @@ class Field(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FIELD_RDT_SCHEMATA: _ClassVar[Field]
     FIELD_RDT_ENABLE_MONITORING: _ClassVar[Field]
     FIELD_MEMORY_POLICY: _ClassVar[Field]
+
+class PluginStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PLUGIN_STATUS_UNSPECIFIED: _ClassVar[PluginStatus]
+    PLUGIN_STATUS_READY: _ClassVar[PluginStatus]
+    PLUGIN_STATUS_NOT_READY: _ClassVar[PluginStatus]
+    PLUGIN_STATUS_DEGRADED: _ClassVar[PluginStatus]
 EVENT_UNSPECIFIED: Event
 EVENT_RUN_POD_SANDBOX: Event
 EVENT_STOP_POD_SANDBOX: Event
@@ -213,6 +220,10 @@ FIELD_RDT_CLOS_ID: Field
 FIELD_RDT_SCHEMATA: Field
 FIELD_RDT_ENABLE_MONITORING: Field
 FIELD_MEMORY_POLICY: Field
+PLUGIN_STATUS_UNSPECIFIED: PluginStatus
+PLUGIN_STATUS_READY: PluginStatus
+PLUGIN_STATUS_NOT_READY: PluginStatus
+PLUGIN_STATUS_DEGRADED: PluginStatus
 
 class PodSandbox(_message.Message):
     __slots__ = ("id", "name", "uid", "namespace", "labels", "annotations", "runtime_handler", "linux", "pid", "ips")
@@ -848,3 +859,15 @@ class FailurePolicy(_message.Message):
     fail_request: bool
     keep_connected: bool
     def __init__(self, fail_request: _Optional[bool] = ..., keep_connected: _Optional[bool] = ...) -> None: ...
+
+class EventSelector(_message.Message):
+    __slots__ = ("namespaces", "pod_labels", "container_names", "runtime_handlers")
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    POD_LABELS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_NAMES_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_HANDLERS_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    pod_labels: str
+    container_names: _containers.RepeatedScalarFieldContainer[str]
+    runtime_handlers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., pod_labels: _Optional[str] = ..., container_names: _Optional[_Iterable[str]] = ..., runtime_handlers: _Optional[_Iterable[str]] = ...) -> None: ...
