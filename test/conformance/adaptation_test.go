@@ -30,7 +30,7 @@ type adaptationEnv struct {
 }
 
 // adaptation is the setup of the AdaptationService path.
-func adaptation(t *testing.T, o conformance.Options) (conformance.Env, error) {
+func adaptation(t conformance.T, o conformance.Options) (conformance.Env, error) {
 	b, err := newBase(t, o)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (e *adaptationEnv) Runtime() conformance.Runtime { return e.rt }
 // SetState attaches the runtime with the given state. An attached runtime
 // first detaches (a runtime restart), so the server resynchronizes its
 // plugins.
-func (e *adaptationEnv) SetState(t *testing.T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) {
+func (e *adaptationEnv) SetState(t conformance.T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) {
 	t.Helper()
 	e.detach()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	classic "github.com/containerd/nri/pkg/adaptation"
@@ -175,7 +174,7 @@ type classicEnv struct {
 	updMu sync.Mutex // one harness-initiated UpdateContainers at a time, so the runtime's updates can be attributed
 }
 
-func classicDirect(t *testing.T, o conformance.Options) (conformance.Env, error) {
+func classicDirect(t conformance.T, o conformance.Options) (conformance.Env, error) {
 	e, err := newClassicEnv(t, o, false)
 	if err != nil {
 		return nil, err
@@ -183,7 +182,7 @@ func classicDirect(t *testing.T, o conformance.Options) (conformance.Env, error)
 	return e, nil
 }
 
-func classicBridged(t *testing.T, o conformance.Options) (conformance.Env, error) {
+func classicBridged(t conformance.T, o conformance.Options) (conformance.Env, error) {
 	e, err := newClassicEnv(t, o, true)
 	if err != nil {
 		return nil, err
@@ -191,7 +190,7 @@ func classicBridged(t *testing.T, o conformance.Options) (conformance.Env, error
 	return e, nil
 }
 
-func newClassicEnv(t *testing.T, o conformance.Options, bridged bool) (*classicEnv, error) {
+func newClassicEnv(t conformance.T, o conformance.Options, bridged bool) (*classicEnv, error) {
 	t.Helper()
 	if !bridged {
 		// Options classic NRI cannot take per runtime.
@@ -367,7 +366,7 @@ func defaultValidator(o conformance.Options) *validator.DefaultValidatorConfig {
 
 // waitSynchronized waits until the bridge was (re)synchronized by the
 // classic runtime and is in its plugin list.
-func (e *classicEnv) waitSynchronized(t *testing.T) {
+func (e *classicEnv) waitSynchronized(t conformance.T) {
 	t.Helper()
 	select {
 	case <-e.rs.Synchronized():
@@ -411,7 +410,7 @@ func (e *classicEnv) PlainError(reason string) bool {
 // reads them when a plugin registers. Behind the bridge it is a runtime
 // restart: the bridge is reattached and resynchronized, and nri-grpc
 // resynchronizes its plugins.
-func (e *classicEnv) SetState(t *testing.T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) {
+func (e *classicEnv) SetState(t conformance.T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) {
 	t.Helper()
 	ap := convList(pods, func() *v1alpha1.PodSandbox { return &v1alpha1.PodSandbox{} })
 	ac := convList(ctrs, func() *v1alpha1.Container { return &v1alpha1.Container{} })
@@ -429,7 +428,7 @@ func (e *classicEnv) SetState(t *testing.T, pods []*nriv1beta1.PodSandbox, ctrs 
 	e.waitSynchronized(t)
 }
 
-func (e *classicEnv) StartPlugin(t *testing.T, spec *conformance.PluginSpec) conformance.Plugin {
+func (e *classicEnv) StartPlugin(t conformance.T, spec *conformance.PluginSpec) conformance.Plugin {
 	t.Helper()
 	p, err := e.TryStartPlugin(t, spec)
 	if err != nil {
@@ -441,7 +440,7 @@ func (e *classicEnv) StartPlugin(t *testing.T, spec *conformance.PluginSpec) con
 // TryStartPlugin starts spec as an upstream pkg/stub plugin and waits until
 // the classic runtime (direct) or nri-grpc (bridged) has it registered and
 // synchronized.
-func (e *classicEnv) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (conformance.Plugin, error) {
+func (e *classicEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec) (conformance.Plugin, error) {
 	t.Helper()
 	if spec.Capabilities != nil {
 		t.Skip("classic plugins cannot declare capabilities (nri-grpc's registration)")
@@ -1211,7 +1210,7 @@ type cutProxy struct {
 	conns   []net.Conn
 }
 
-func startCutProxy(t *testing.T, sock, backend string) *cutProxy {
+func startCutProxy(t conformance.T, sock, backend string) *cutProxy {
 	lis, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

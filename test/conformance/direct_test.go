@@ -26,7 +26,7 @@ func (r *directRuntime) UpdateContainers(_ context.Context, plugin string, updat
 
 // direct is the setup of the direct path: server.Server's Go API, plugins
 // registering over a real RuntimeService socket.
-func direct(t *testing.T, o conformance.Options) (conformance.Env, error) {
+func direct(t conformance.T, o conformance.Options) (conformance.Env, error) {
 	b, err := newBase(t, o)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func direct(t *testing.T, o conformance.Options) (conformance.Env, error) {
 
 func (e *directEnv) Runtime() conformance.Runtime { return serverRuntime{e.srv} }
 
-func (e *directEnv) SetState(t *testing.T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) {
+func (e *directEnv) SetState(t conformance.T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) {
 	t.Helper()
 	info := server.RuntimeInfo{Name: e.o.RuntimeName, Version: e.o.RuntimeVersion}
 	if err := e.srv.SetRuntime(context.Background(), info, e.rt, pods, ctrs); err != nil {

@@ -11,6 +11,11 @@
 //
 //	func TestDirect(t *testing.T) { conformance.Run(t, directSetup) }
 //
+// Scenarios and setups see the test as a [T], which *testing.T satisfies;
+// [Execute] runs the same scenarios without the testing package (bounded
+// parallelism, a bound per scenario) and returns a [Report]: cmd/nritest
+// is built on it.
+//
 // [Run] runs every scenario as a subtest: the scenarios of classic NRI's own
 // test suite (github.com/containerd/nri pkg/adaptation, mirrored with strict
 // order assertions where classic only compared sets), the gaps a conformance

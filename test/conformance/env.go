@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -37,7 +36,8 @@ type Runtime interface {
 }
 
 // Env is one path through NRI, built for one scenario by a [Setup]. The
-// setup releases everything with t.Cleanup.
+// setup releases everything with t.Cleanup. Its methods take the [T] of
+// the scenario calling them (a *testing.T under go test).
 type Env interface {
 	// Runtime returns the entry points the runtime calls.
 	Runtime() Runtime
@@ -45,13 +45,13 @@ type Env interface {
 	// the gRPC paths) and returns once NRI uses them. The env starts with an
 	// attached runtime and an empty state; every later SetState is a
 	// runtime restart: already registered plugins are resynchronized.
-	SetState(t *testing.T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container)
+	SetState(t T, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container)
 	// StartPlugin registers the plugin spec describes and returns once it is
 	// registered (configured and synchronized); it fails t on error.
-	StartPlugin(t *testing.T, spec *PluginSpec) Plugin
+	StartPlugin(t T, spec *PluginSpec) Plugin
 	// TryStartPlugin is StartPlugin returning the registration error. The
 	// plugin is stopped with t.Cleanup either way.
-	TryStartPlugin(t *testing.T, spec *PluginSpec) (Plugin, error)
+	TryStartPlugin(t T, spec *PluginSpec) (Plugin, error)
 	// Log returns the calls every plugin of the env received, in order.
 	Log() *CallLog
 	// Applied returns the updates and evictions the runtime was asked to
@@ -70,7 +70,7 @@ type DryRunner interface {
 // Setup builds an Env for a scenario. It returns an error only when NRI
 // refuses the configuration in o (scenarios of invalid configurations);
 // any other failure fails t.
-type Setup func(t *testing.T, o Options) (Env, error)
+type Setup func(t T, o Options) (Env, error)
 
 // Options configure the NRI of an env. Zero values mean the defaults.
 type Options struct {

@@ -102,7 +102,30 @@ func Scenarios() []ScenarioInfo {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	skip []func(ScenarioInfo) string
+	skip     []func(ScenarioInfo) string
+	keep     []func(ScenarioInfo) bool
+	parallel int
+	bound    time.Duration
+}
+
+// selected reports whether the Select options keep s.
+func (c *runConfig) selected(s ScenarioInfo) bool {
+	for _, keep := range c.keep {
+		if !keep(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// skipReason returns why s is skipped ("": it is not).
+func (c *runConfig) skipReason(s ScenarioInfo) string {
+	for _, skip := range c.skip {
+		if why := skip(s); why != "" {
+			return why
+		}
+	}
+	return ""
 }
 
 // SkipScenarios makes Run skip every scenario for which reason returns a
@@ -114,7 +137,8 @@ func SkipScenarios(reason func(ScenarioInfo) string) RunOption {
 
 // Run runs every scenario against the path setup describes, as subtests
 // "Group/Name". Scenarios are independent (each has its own env) and run in
-// parallel.
+// parallel. Parallel and Bound are Execute's; go test's -parallel and
+// -timeout bound Run.
 func Run(t *testing.T, setup Setup, opts ...RunOption) {
 	var cfg runConfig
 	for _, o := range opts {
@@ -123,14 +147,12 @@ func Run(t *testing.T, setup Setup, opts ...RunOption) {
 	for _, g := range groups {
 		t.Run(g, func(t *testing.T) {
 			for _, sc := range scenarios {
-				if sc.Group != g {
+				if sc.Group != g || !cfg.selected(sc.ScenarioInfo) {
 					continue
 				}
 				t.Run(sc.Name, func(t *testing.T) {
-					for _, skip := range cfg.skip {
-						if why := skip(sc.ScenarioInfo); why != "" {
-							t.Skip(why)
-						}
+					if why := cfg.skipReason(sc.ScenarioInfo); why != "" {
+						t.Skip(why)
 					}
 					t.Parallel()
 					ctx, cancel := context.WithTimeout(context.Background(), 2*Wait)
@@ -148,7 +170,7 @@ func Run(t *testing.T, setup Setup, opts ...RunOption) {
 
 // S is the context of one running scenario.
 type S struct {
-	*testing.T
+	T
 	ctx   context.Context
 	setup Setup
 	env   Env

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 
 	"google.golang.org/grpc"
@@ -31,7 +30,7 @@ import (
 // their own unix sockets registering over that socket, and a log of the
 // server's messages shown when the scenario fails.
 type base struct {
-	t         *testing.T
+	t         conformance.T
 	o         conformance.Options
 	srv       *server.Server
 	sock      string
@@ -58,7 +57,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func newBase(t *testing.T, o conformance.Options) (*base, error) {
+func newBase(t conformance.T, o conformance.Options) (*base, error) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nri-")
 	if err != nil {
@@ -142,7 +141,7 @@ func (b *base) apply(plugin string, updates []*nriv1beta1.ContainerUpdate,
 	return conformance.FailedUpdates(b.o, updates, evictions)
 }
 
-func (b *base) StartPlugin(t *testing.T, spec *conformance.PluginSpec) conformance.Plugin {
+func (b *base) StartPlugin(t conformance.T, spec *conformance.PluginSpec) conformance.Plugin {
 	t.Helper()
 	p, err := b.TryStartPlugin(t, spec)
 	if err != nil {
@@ -151,7 +150,7 @@ func (b *base) StartPlugin(t *testing.T, spec *conformance.PluginSpec) conforman
 	return p
 }
 
-func (b *base) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (conformance.Plugin, error) {
+func (b *base) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec) (conformance.Plugin, error) {
 	tp := &testplugin.Plugin{
 		Name:              spec.Name,
 		Index:             spec.Index,
@@ -217,7 +216,7 @@ func (p *plugin) UpdateContainers(ctx context.Context, updates []*nriv1beta1.Con
 }
 
 // waitAttached waits until the server uses an attached runtime's state.
-func (b *base) waitAttached(t *testing.T) {
+func (b *base) waitAttached(t conformance.T) {
 	t.Helper()
 	select {
 	case <-b.srv.RuntimeAttached():
