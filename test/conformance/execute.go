@@ -17,6 +17,8 @@ const (
 	Pass Result = "PASS"
 	Fail Result = "FAIL"
 	Skip Result = "SKIP"
+	// Warn: passed, with warnings ([Warnf]).
+	Warn Result = "WARN"
 )
 
 // ScenarioReport is one scenario's entry in a [Report].
@@ -84,10 +86,39 @@ func Execute(ctx context.Context, setup Setup, opts ...RunOption) Report {
 			}
 		}
 	}
-	rep := Report{Scenarios: make([]ScenarioReport, len(list))}
+	checks := make([]Check, len(list))
+	for i, sc := range list {
+		checks[i] = Check{ScenarioInfo: sc.ScenarioInfo, Run: func(ctx context.Context, t T) {
+			s := &S{T: t, ctx: ctx, setup: setup}
+			if !sc.manual {
+				s.env = s.MustEnv(sc.opts)
+			}
+			sc.run(s)
+		}}
+	}
+	return ExecuteChecks(ctx, checks, opts...)
+}
+
+// Check is a check ExecuteChecks runs: a scenario of its own, outside the
+// catalog (cmd/nritest's checks of a plugin binary).
+type Check struct {
+	ScenarioInfo
+	// Run runs the check in its own goroutine; ctx is bounded by Bound.
+	Run func(ctx context.Context, t T)
+}
+
+// ExecuteChecks runs checks as Execute runs scenarios (Select does not
+// apply) and returns the report, in the order of checks. With Parallel(1)
+// they run one after the other, in order.
+func ExecuteChecks(ctx context.Context, checks []Check, opts ...RunOption) Report {
+	cfg := runConfig{parallel: max(2, runtime.GOMAXPROCS(0)), bound: 4 * Wait}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rep := Report{Scenarios: make([]ScenarioReport, len(checks))}
 	sem := make(chan struct{}, max(1, cfg.parallel))
 	var wg sync.WaitGroup
-	for i, sc := range list {
+	for i, sc := range checks {
 		rep.Scenarios[i].ScenarioInfo = sc.ScenarioInfo
 		if why := cfg.skipReason(sc.ScenarioInfo); why != "" {
 			rep.Scenarios[i].Result, rep.Scenarios[i].Messages = Skip, []string{why}
@@ -102,27 +133,23 @@ func Execute(ctx context.Context, setup Setup, opts ...RunOption) Report {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			rep.Scenarios[i] = executeOne(ctx, setup, sc, cfg.bound)
+			rep.Scenarios[i] = executeOne(ctx, sc, cfg.bound)
 		}()
 	}
 	wg.Wait()
 	return rep
 }
 
-// executeOne runs one scenario in its own goroutine, then its cleanups.
-func executeOne(ctx context.Context, setup Setup, sc *scenario, bound time.Duration) ScenarioReport {
+// executeOne runs one check in its own goroutine, then its cleanups.
+func executeOne(ctx context.Context, sc Check, bound time.Duration) ScenarioReport {
 	start := time.Now()
 	t := &runT{name: sc.Group + "/" + sc.Name}
-	sctx, cancel := context.WithTimeout(ctx, 2*Wait)
+	sctx, cancel := context.WithTimeout(ctx, min(bound, 2*Wait))
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s := &S{T: t, ctx: sctx, setup: setup}
-		if !sc.manual {
-			s.env = s.MustEnv(sc.opts)
-		}
-		sc.run(s)
+		sc.Run(sctx, t)
 	}()
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
@@ -143,6 +170,8 @@ func executeOne(ctx context.Context, setup Setup, sc *scenario, bound time.Durat
 		r.Result = Fail
 	case t.skipped:
 		r.Result = Skip
+	case t.warned:
+		r.Result = Warn
 	}
 	return r
 }
@@ -154,6 +183,7 @@ type runT struct {
 	msgs     []string
 	failed   bool
 	skipped  bool
+	warned   bool
 	cleanups []func()
 }
 
@@ -241,6 +271,18 @@ func (t *runT) runCleanups(bound time.Duration) {
 			t.Errorf("a cleanup did not end within %v", bound)
 		}
 	}
+}
+
+// Warnf records a warning: under Execute the check's result is WARN
+// unless it failed or was skipped; under go test it is logged.
+func Warnf(t T, format string, args ...any) {
+	t.Helper()
+	if rt, ok := t.(*runT); ok {
+		rt.mu.Lock()
+		rt.warned = true
+		rt.mu.Unlock()
+	}
+	t.Logf("warning: "+format, args...)
 }
 
 // sprintln formats like testing's Log: operands separated by spaces.

@@ -28,6 +28,7 @@ func TestExecuteOne(t *testing.T) {
 			s.Error("not reached")
 		}, Fail, "boom 7"},
 		{"error", func(s *S) { s.Errorf("bad"); s.T.Log("goes on") }, Fail, "goes on"},
+		{"warn", func(s *S) { Warnf(s.T, "careful %s", "there") }, Warn, "warning: careful there"},
 		{"skip", func(s *S) { s.Skip("not here"); s.Error("not reached") }, Skip, "not here"},
 		{"stuck", func(s *S) {
 			stop := make(chan struct{})
@@ -36,8 +37,9 @@ func TestExecuteOne(t *testing.T) {
 		}, Fail, "did not end within"},
 	}
 	for _, c := range cases {
-		sc := &scenario{ScenarioInfo: ScenarioInfo{Group: "G", Name: c.name}, manual: true, run: c.run}
-		r := executeOne(context.Background(), nil, sc, 200*time.Millisecond)
+		run := c.run
+		sc := Check{ScenarioInfo: ScenarioInfo{Group: "G", Name: c.name}, Run: func(ctx context.Context, t T) { run(&S{T: t, ctx: ctx}) }}
+		r := executeOne(context.Background(), sc, 200*time.Millisecond)
 		if r.Result != c.want {
 			t.Errorf("%s: result %s, want %s (%v)", c.name, r.Result, c.want, r.Messages)
 		}

@@ -39,7 +39,13 @@ const (
 	// Deliberate scenarios each cover a deliberate change of nri-grpc from
 	// classic NRI (DESIGN §5) and are named after it.
 	Deliberate
+	// Behaviour checks are not in the catalog: cmd/nritest's checks of a
+	// plugin binary's behaviour ([ExecuteChecks]).
+	Behaviour
 )
+
+// MarshalText renders the origin by name (JSON reports).
+func (o Origin) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 func (o Origin) String() string {
 	switch o {
@@ -49,6 +55,8 @@ func (o Origin) String() string {
 		return "gap"
 	case Deliberate:
 		return "deliberate"
+	case Behaviour:
+		return "behaviour"
 	}
 	return "unknown"
 }
@@ -56,8 +64,9 @@ func (o Origin) String() string {
 // ScenarioInfo describes a scenario.
 type ScenarioInfo struct {
 	// Group and Name make the subtest name "Group/Name".
-	Group, Name string
-	Origin      Origin
+	Group  string `json:"group"`
+	Name   string `json:"name"`
+	Origin Origin `json:"origin"`
 }
 
 type scenario struct {
