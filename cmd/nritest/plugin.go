@@ -150,6 +150,7 @@ type pluginHarness struct {
 	regErr      error                  // why the first registration failed
 	exits       supervisor.Status      // the process's status before the shutdown check
 	stopped     bool                   // the shutdown check ran
+	crashes     []string               // exits before the shutdown check
 	createMarks [2]int                 // record positions before the CreateContainer check
 }
 
@@ -245,8 +246,20 @@ func (h *pluginHarness) LaunchDir(_ context.Context, _, _ string,
 			}
 			return nil, nil, nil
 		},
+		OnStart: func(context.Context, supervisor.Started) {}, // OnExit needs it
+		OnExit:  h.exited,
 	})
 	return err
+}
+
+// exited records an exit of the plugin process the checks did not ask
+// for, before the shutdown check.
+func (h *pluginHarness) exited(_ context.Context, e supervisor.Exited) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !e.Requested && !h.stopped {
+		h.crashes = append(h.crashes, fmt.Sprintf("pid %d after %v: %v", e.PID, e.Ran.Round(time.Millisecond), e.Err))
+	}
 }
 
 // startServer starts a server and launches (or re-binds) the plugin.

@@ -47,6 +47,17 @@ const (
 // MarshalText renders the origin by name (JSON reports).
 func (o Origin) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
+// UnmarshalText parses an origin's name.
+func (o *Origin) UnmarshalText(b []byte) error {
+	for c := Upstream; c <= Behaviour; c++ {
+		if c.String() == string(b) {
+			*o = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown origin %q", b)
+}
+
 func (o Origin) String() string {
 	switch o {
 	case Upstream:

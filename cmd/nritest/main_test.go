@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/plugin"
+	"github.com/nri-grpc/nri-grpc/test/conformance"
+)
+
+// envFake makes the test binary a plugin (fakePlugin) in the mode it
+// names: nritest launches it as CMD.
+const envFake = "NRITEST_FAKE_PLUGIN"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(envFake); mode != "" {
+		if err := fakePlugin(mode); err != nil {
+			fmt.Fprintln(os.Stderr, "fake plugin:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fake is a plugin whose misbehaviour the mode selects:
+//
+//	good       answers everything (CreateContainer sets an env variable)
+//	slow       CreateContainer never answers (a timeout)
+//	failing    PostStartContainer fails
+//	crash      the process exits in StartContainer
+type fake struct{ mode string }
+
+func (f *fake) RunPodSandbox(context.Context, *nriv1beta1.RunPodSandboxRequest) (*nriv1beta1.RunPodSandboxResponse, error) {
+	return nil, nil
+}
+
+func (f *fake) CreateContainer(ctx context.Context, _ *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+	if f.mode == "slow" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	a := plugin.NewAdjustment()
+	a.AddEnv("NRITEST", "1")
+	return a.Response(), nil
+}
+
+func (f *fake) StartContainer(context.Context, *nriv1beta1.StartContainerRequest) (*nriv1beta1.StartContainerResponse, error) {
+	if f.mode == "crash" {
+		os.Exit(3)
+	}
+	return nil, nil
+}
+
+func (f *fake) PostStartContainer(context.Context, *nriv1beta1.PostStartContainerRequest) (*nriv1beta1.PostStartContainerResponse, error) {
+	if f.mode == "failing" {
+		return nil, errors.New("post-start hook failed")
+	}
+	return nil, nil
+}
+
+func fakePlugin(mode string) error {
+	p, err := plugin.New(&fake{mode: mode}, plugin.WithTimeouts(plugin.Timeouts{Request: 500 * time.Millisecond}))
+	if err != nil {
+		return err
+	}
+	return p.Run(context.Background())
+}
+
+// runFake runs `nritest plugin --json` against the fake plugin in mode
+// and returns the report and run's error.
+func runFake(t *testing.T, mode string, extra ...string) (*report, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	args := append([]string{"plugin", "--json", "--name", "fake", "--env", envFake + "=" + mode, "--restart-timeout", "20s"}, extra...)
+	args = append(args, "--", os.Args[0])
+	err := run(context.Background(), args, &out, &errOut)
+	var r report
+	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil {
+		t.Fatalf("report: %v\n%s\n%s", jerr, out.String(), errOut.String())
+	}
+	return &r, err
+}
+
+func result(r *report, name string) conformance.ScenarioReport {
+	for _, s := range r.Report.Scenarios {
+		if s.Name == name {
+			return s
+		}
+	}
+	return conformance.ScenarioReport{}
+}
+
+func TestPluginGood(t *testing.T) {
+	r, err := runFake(t, "good")
+	if err != nil {
+		t.Errorf("run: %v", err)
+	}
+	for _, s := range r.Report.Scenarios {
+		want := conformance.Pass
+		if strings.HasPrefix(s.Name, "event/") && !strings.Contains("event/RunPodSandbox event/CreateContainer event/StartContainer event/PostStartContainer", s.Name) {
+			want = conformance.Skip
+		}
+		if s.Result != want {
+			t.Errorf("%s: %s, want %s: %v", s.Name, s.Result, want, s.Messages)
+		}
+	}
+	if m := result(r, "event/CreateContainer").Messages; len(m) == 0 || !strings.Contains(m[0], "adjusts env") {
+		t.Errorf("event/CreateContainer detail %q does not describe the adjustment", m)
+	}
+}
+
+func TestPluginMisbehaving(t *testing.T) {
+	for _, c := range []struct {
+		mode, check, text string
+	}{
+		{"slow", "event/CreateContainer", "timeout"},
+		{"failing", "event/PostStartContainer", "post-start hook failed"},
+		{"crash", "process", "exited"},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			r, err := runFake(t, c.mode, "--no-restart")
+			if !errors.Is(err, errFailed) {
+				t.Errorf("run: %v, want errFailed", err)
+			}
+			s := result(r, c.check)
+			if s.Result != conformance.Fail || !strings.Contains(strings.Join(s.Messages, " "), c.text) {
+				t.Errorf("%s: %s %q, want FAIL mentioning %q", c.check, s.Result, s.Messages, c.text)
+			}
+			if exitCode(err, &bytes.Buffer{}) != 1 {
+				t.Errorf("exit code %d, want 1", exitCode(err, &bytes.Buffer{}))
+			}
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"bogus"}, {"plugin"}, {"plugin", "--idx", "x", "--", "true"}} {
+		err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{})
+		if exitCode(err, &bytes.Buffer{}) != 2 {
+			t.Errorf("%q: exit code %d (%v), want 2", args, exitCode(err, &bytes.Buffer{}), err)
+		}
+	}
+}
