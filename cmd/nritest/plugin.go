@@ -29,24 +29,23 @@ func i64(v int64) *wrapperspb.Int64Value   { return wrapperspb.Int64(v) }
 
 // pluginOpts are the flags of `nritest plugin`.
 type pluginOpts struct {
-	out            outFlags
-	name, idx      string
-	classic        bool
-	configFile     string
-	config         []byte
-	registerWait   time.Duration
-	restartWait    time.Duration
-	syncPods       int
-	concurrency    int
-	cleanEnv       bool
-	env            multiFlag
-	logFile        string
-	cmd            []string
-	path           string // cmd[0], resolved
-	full           string // "NN-name"
-	outputLines    int
-	skipRestart    bool
-	registerBudget time.Duration
+	out          outFlags
+	name, idx    string
+	classic      bool
+	configFile   string
+	config       []byte
+	registerWait time.Duration
+	restartWait  time.Duration
+	syncPods     int
+	concurrency  int
+	cleanEnv     bool
+	env          multiFlag
+	logFile      string
+	cmd          []string
+	path         string // cmd[0], resolved
+	full         string // "NN-name"
+	outputLines  int
+	skipRestart  bool
 }
 
 // multiFlag is a repeatable string flag.
