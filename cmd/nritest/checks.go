@@ -196,6 +196,16 @@ func drive(ctx context.Context, srv *server.Server, ev nriv1beta1.Event, pod *nr
 	return nil, nil // ValidateContainerAdjustment: within CreateContainer
 }
 
+// eventPod returns an event pod with the -annotation flags.
+func (h *pluginHarness) eventPod(id string) *nriv1beta1.PodSandbox {
+	p := eventPod(id)
+	for _, a := range h.o.annotations {
+		k, v, _ := strings.Cut(a, "=")
+		p.Annotations[k] = v
+	}
+	return p
+}
+
 // clonePod and cloneCtr give every call its own request (NRI owns them).
 func clonePod(p *nriv1beta1.PodSandbox) *nriv1beta1.PodSandbox { return p.CloneVT() }
 func cloneCtr(c *nriv1beta1.Container) *nriv1beta1.Container   { return c.CloneVT() }
@@ -205,7 +215,7 @@ func cloneCtr(c *nriv1beta1.Container) *nriv1beta1.Container   { return c.CloneV
 func (h *pluginHarness) checkEvent(ctx context.Context, t conformance.T, ev nriv1beta1.Event) {
 	info := h.registered(t)
 	srv := h.server().srv
-	pod, ctr := eventPod("nritest-pod"), eventCtr("nritest-pod", "nritest-ctr")
+	pod, ctr := h.eventPod("nritest-pod"), eventCtr("nritest-pod", "nritest-ctr")
 	recFrom, metFrom := h.cfg.rec.len(), h.cfg.met.len()
 	if ev == nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT {
 		// Sent within CreateContainer: look at what that check recorded.
@@ -355,7 +365,7 @@ func (h *pluginHarness) checkConcurrent(ctx context.Context, t conformance.T) {
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprintf("nritest-conc-%d", i)
-			pod, ctr := eventPod(id), eventCtr(id, id+"-ctr")
+			pod, ctr := h.eventPod(id), eventCtr(id, id+"-ctr")
 			for _, ev := range lifecycle {
 				if _, err := drive(ctx, srv, ev, clonePod(pod), cloneCtr(ctr)); err != nil && errs[i] == nil {
 					errs[i] = fmt.Errorf("%s: %w", nri.EventName(ev), err)

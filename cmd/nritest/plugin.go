@@ -40,6 +40,7 @@ type pluginOpts struct {
 	concurrency  int
 	cleanEnv     bool
 	env          multiFlag
+	annotations  multiFlag
 	logFile      string
 	cmd          []string
 	path         string // cmd[0], resolved
@@ -74,6 +75,7 @@ func parsePluginFlags(args []string, stderr io.Writer) (*pluginOpts, error) {
 	fs.IntVar(&o.concurrency, "concurrency", 8, "pods whose lifecycles run at once in the concurrency check")
 	fs.BoolVar(&o.cleanEnv, "clean-env", false, "give the plugin only nrid's launch environment (default: nritest's environment, nrid's launch variables winning)")
 	fs.Var(&o.env, "env", "KEY=VALUE added to the plugin's environment (repeatable)")
+	fs.Var(&o.annotations, "annotation", "KEY=VALUE annotation of the pods the event checks create, to make the plugin act (repeatable)")
 	fs.StringVar(&o.logFile, "log", "", "write the server's and the plugin's log to this file")
 	fs.IntVar(&o.outputLines, "log-lines", 10, "log lines shown with a failed registration")
 	fs.BoolVar(&o.skipRestart, "no-restart", false, "skip the server restart checks")
@@ -107,6 +109,11 @@ func parsePluginFlags(args []string, stderr io.Writer) (*pluginOpts, error) {
 	if o.configFile != "" {
 		if o.config, err = os.ReadFile(o.configFile); err != nil {
 			return nil, usageError{fmt.Errorf("plugin: -config: %w", err)}
+		}
+	}
+	for _, a := range o.annotations {
+		if k, _, ok := strings.Cut(a, "="); !ok || k == "" {
+			return nil, usageError{fmt.Errorf("plugin: -annotation %q: want KEY=VALUE", a)}
 		}
 	}
 	o.full = o.idx + "-" + o.name
