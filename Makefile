@@ -295,7 +295,7 @@ check: lint breaking generate ## lint + breaking + verify committed generated co
 # The suites of `make test`, in order. Each writes its counts into
 # REPORT_DIR through testsum (tools/testsum); `make test` runs every suite even
 # after one failed, then prints one table and fails if any suite failed.
-TEST_SUITES := go-test python-test ts-test rust-test e2e
+TEST_SUITES := go-test python-test ts-test rust-test nritest e2e
 REPORT_DIR ?= $(CURDIR)/.tmp/test-report
 
 .PHONY: test
@@ -482,6 +482,48 @@ package-ts: $(TS_STAMP) ## npm pack the TypeScript SDK into .tmp/dist/typescript
 
 .PHONY: clients-test
 clients-test: python-test ts-test rust-test ## Python, TypeScript and Rust SDK tests against a real nrid
+
+##@ nritest
+
+# nritest (cmd/nritest, docs/nritest.md) against the example plugins: the 4
+# Go examples and the 3 SDK examples, each launched as nrid launches it
+# (with annotations that make it adjust), then the version matrix and the
+# scenario catalog through a real nrid's AdaptationService. Each report is
+# kept in NRITEST_REPORTS (table, JSON and JUnit); testsum counts them.
+NRITEST := $(BIN)/nritest
+NRITEST_REPORTS = $(REPORT_DIR)/nritest
+NRITEST_BUILD := .tmp/nritest
+NRITEST_ANNOTATIONS := \
+  --annotation 'ulimits.noderesource.dev=[{"type":"nofile","soft":1024,"hard":4096}]' \
+  --annotation 'env.noderesource.dev={"NRITEST":"1"}' \
+  --annotation 'devices.noderesource.dev/container.app=[{"path":"/dev/nritest","type":"c","major":1,"minor":3}]'
+
+.PHONY: nritest
+nritest: $(PY_STAMP) $(TS_STAMP) $(TESTSUM) clients-nrid ## nritest plugin on the 4 Go and 3 SDK example plugins, nritest matrix, nritest runtime --adaptation against nrid
+	@rm -rf $(NRITEST_REPORTS)
+	mkdir -p $(NRITEST_REPORTS) $(NRITEST_BUILD)
+	$(GO) build -o $(NRITEST) ./cmd/nritest
+	$(GO) build -o $(NRITEST_BUILD)/ ./examples/device-injector ./examples/logger ./examples/ulimit-adjuster ./examples/validator
+	(cd $(TS_DIR) && npx --no-install tsc -p tsconfig.json && npx --no-install tsc -p tsconfig.test.json)
+	(cd $(RUST_DIR) && $(CARGO) build --locked --quiet -p env-ulimit-injector)
+	rc=0
+	# check NAME CMD...: nritest plugin on CMD, reports NAME.{txt,json,xml}.
+	check() {
+	  local name=$$1; shift
+	  echo "== nritest plugin $$name"
+	  $(NRITEST) plugin --name "$$name" --log $(NRITEST_REPORTS)/$$name.log --junit $(NRITEST_REPORTS)/$$name.xml \
+	    $(NRITEST_ANNOTATIONS) -- "$$@" | tee $(NRITEST_REPORTS)/$$name.txt || rc=1
+	}
+	for e in device-injector logger ulimit-adjuster validator; do check $$e $(NRITEST_BUILD)/$$e; done
+	check py-env-ulimit-injector $(PY_VENV)/bin/python $(PY_DIR)/examples/env-ulimit-injector/env_ulimit_injector.py
+	check ts-env-ulimit-injector node $(TS_DIR)/dist-test/examples/env-ulimit-injector/main.js
+	check rs-env-ulimit-injector $(RUST_DIR)/target/debug/env-ulimit-injector
+	echo "== nritest matrix"
+	$(NRITEST) matrix --checkout . --junit $(NRITEST_REPORTS)/matrix.xml | tee $(NRITEST_REPORTS)/matrix.txt || rc=1
+	echo "== nritest runtime --adaptation (nrid)"
+	$(NRITEST) runtime --nrid $(CLIENTS_NRID) --junit $(NRITEST_REPORTS)/runtime-adaptation.xml | tee $(NRITEST_REPORTS)/runtime-adaptation.txt || rc=1
+	$(TESTSUM) junit -suite nritest -dir $(REPORT_DIR) $(NRITEST_REPORTS)/*.xml || rc=$$((rc | $$?))
+	exit $$rc
 
 ##@ End-to-end
 

@@ -546,6 +546,19 @@ func (h *pluginHarness) checkProcess(_ context.Context, t conformance.T) {
 	h.mu.Lock()
 	crashes := h.crashes
 	h.mu.Unlock()
+	if h.o.classic {
+		// The bridge launches classic plugins: their exits show in the
+		// supervisor's restarts.
+		h.mu.Lock()
+		before, stopped := h.exits, h.stopped
+		h.mu.Unlock()
+		if !stopped {
+			before = st
+		}
+		if before.Restarts > 0 || before.LastExit != nil || !before.ExitedAt.IsZero() {
+			crashes = append(crashes, fmt.Sprintf("%d restart(s), last exit: %v", before.Restarts, before.LastExit))
+		}
+	}
 	if len(crashes) > 0 {
 		t.Errorf("the plugin process exited %d time(s) before the shutdown check: %s", len(crashes), strings.Join(crashes, "; "))
 	}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/nri/pkg/api"
+	"github.com/containerd/nri/pkg/stub"
+
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/plugin"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
@@ -67,7 +70,31 @@ func (f *fake) PostStartContainer(context.Context, *nriv1beta1.PostStartContaine
 	return nil, nil
 }
 
+// classicFake is a classic stub plugin (containerd/nri pkg/stub): mode
+// "classic" answers, "classic-crash" exits in StartContainer.
+type classicFake struct{ mode string }
+
+func (f *classicFake) CreateContainer(context.Context, *api.PodSandbox, *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	a := &api.ContainerAdjustment{}
+	a.AddAnnotation("nritest", "1")
+	return a, nil, nil
+}
+
+func (f *classicFake) StartContainer(context.Context, *api.PodSandbox, *api.Container) error {
+	if f.mode == "classic-crash" {
+		os.Exit(3)
+	}
+	return nil
+}
+
 func fakePlugin(mode string) error {
+	if strings.HasPrefix(mode, "classic") {
+		s, err := stub.New(&classicFake{mode: mode})
+		if err != nil {
+			return err
+		}
+		return s.Run(context.Background())
+	}
 	p, err := plugin.New(&fake{mode: mode}, plugin.WithTimeouts(plugin.Timeouts{Request: 500 * time.Millisecond}))
 	if err != nil {
 		return err
@@ -139,6 +166,30 @@ func TestPluginMisbehaving(t *testing.T) {
 				t.Errorf("exit code %d, want 1", exitCode(err, &bytes.Buffer{}))
 			}
 		})
+	}
+}
+
+func TestPluginClassic(t *testing.T) {
+	r, err := runFake(t, "classic", "--classic")
+	if err != nil {
+		t.Errorf("run: %v", err)
+	}
+	for _, name := range []string{"registers", "synchronize", "event/CreateContainer", "event/StartContainer", "concurrent-events", "shutdown"} {
+		if s := result(r, name); s.Result != conformance.Pass {
+			t.Errorf("%s: %s %q, want PASS", name, s.Result, s.Messages)
+		}
+	}
+	if s := result(r, "event/RunPodSandbox"); s.Result != conformance.Skip {
+		t.Errorf("event/RunPodSandbox: %s, want SKIP (not subscribed)", s.Result)
+	}
+	r, err = runFake(t, "classic-crash", "--classic")
+	if !errors.Is(err, errFailed) {
+		t.Errorf("crashing classic plugin: run: %v, want errFailed", err)
+	}
+	for _, name := range []string{"event/StartContainer", "process"} {
+		if s := result(r, name); s.Result != conformance.Fail {
+			t.Errorf("crashing classic plugin: %s: %s %q, want FAIL", name, s.Result, s.Messages)
+		}
 	}
 }
 

@@ -131,7 +131,7 @@ func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer h.close()
-	r := &report{Command: "plugin", Subject: strings.Join(o.cmd, " ") + " (" + o.full + ", " + map[bool]string{false: "gRPC", true: "classic"}[o.classic] + ")", Started: time.Now()}
+	r := &report{Command: "plugin", Name: o.full, Subject: strings.Join(o.cmd, " ") + " (" + o.full + ", " + map[bool]string{false: "gRPC", true: "classic"}[o.classic] + ")", Started: time.Now()}
 	r.Report = conformance.ExecuteChecks(ctx, h.checks(), conformance.Parallel(1),
 		conformance.Bound(max(o.registerWait, o.restartWait)+conformance.Wait))
 	return finish(r, o.out, stdout)

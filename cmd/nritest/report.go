@@ -18,6 +18,7 @@ import (
 // what was tested.
 type report struct {
 	Command string             `json:"command"`
+	Name    string             `json:"name"` // short subject: the JUnit class
 	Subject string             `json:"subject"`
 	Version string             `json:"nritest_version"`
 	Started time.Time          `json:"started"`
@@ -136,7 +137,7 @@ type junitMessage struct {
 func writeJUnit(r *report, path string) error {
 	s := junitSuite{Name: "nritest " + r.Command + ": " + r.Subject, Time: r.Elapsed.Seconds()}
 	for _, sc := range r.Report.Scenarios {
-		c := junitCase{Name: sc.Group + "/" + sc.Name, Classname: "nritest." + r.Command, Time: sc.Duration.Seconds()}
+		c := junitCase{Name: sc.Group + "/" + sc.Name, Classname: "nritest." + r.Command + "." + r.Name, Time: sc.Duration.Seconds()}
 		text := strings.Join(sc.Messages, "\n")
 		first := ""
 		if len(sc.Messages) > 0 {
