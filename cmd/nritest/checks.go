@@ -482,6 +482,15 @@ func (h *pluginHarness) checkShutdown(ctx context.Context, t conformance.T) {
 		h.exits, h.stopped = st, true
 		h.mu.Unlock()
 	}
+	n := 0
+	for _, o := range h.cfg.met.since(0, h.o.full) {
+		if o.Outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE {
+			n++
+		}
+	}
+	h.mu.Lock()
+	h.unreachable = n
+	h.mu.Unlock()
 	s := h.server()
 	recFrom := h.cfg.rec.len()
 	sctx, cancel := context.WithTimeout(ctx, conformance.Wait)
@@ -546,6 +555,12 @@ func (h *pluginHarness) checkProcess(_ context.Context, t conformance.T) {
 	h.mu.Lock()
 	crashes := h.crashes
 	h.mu.Unlock()
+	h.mu.Lock()
+	unreachable := h.unreachable
+	h.mu.Unlock()
+	if unreachable > 0 {
+		crashes = append(crashes, fmt.Sprintf("%d call(s) found the plugin unreachable before the shutdown check", unreachable))
+	}
 	if h.o.classic {
 		// The bridge launches classic plugins: their exits show in the
 		// supervisor's restarts.
@@ -560,7 +575,7 @@ func (h *pluginHarness) checkProcess(_ context.Context, t conformance.T) {
 		}
 	}
 	if len(crashes) > 0 {
-		t.Errorf("the plugin process exited %d time(s) before the shutdown check: %s", len(crashes), strings.Join(crashes, "; "))
+		t.Errorf("the plugin process exited or went away before the shutdown check: %s", strings.Join(crashes, "; "))
 	}
 	if !st.Running {
 		t.Logf("not running at the end (%v)", errors.Join(st.LastExit))

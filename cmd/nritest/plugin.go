@@ -157,6 +157,7 @@ type pluginHarness struct {
 	exits       supervisor.Status      // the process's status before the shutdown check
 	stopped     bool                   // the shutdown check ran
 	crashes     []string               // exits before the shutdown check
+	unreachable int                    // calls that found the plugin unreachable before the shutdown check
 	createMarks [2]int                 // record positions before the CreateContainer check
 }
 
