@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +199,32 @@ func TestUsage(t *testing.T) {
 		err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{})
 		if exitCode(err, &bytes.Buffer{}) != 2 {
 			t.Errorf("%q: exit code %d (%v), want 2", args, exitCode(err, &bytes.Buffer{}), err)
+		}
+	}
+}
+
+// TestRuntimeAdaptation runs part of the catalog against a real nrid.
+func TestRuntimeAdaptation(t *testing.T) {
+	nrid := t.TempDir() + "/nrid"
+	build := exec.Command("go", "build", "-o", nrid, "github.com/nri-grpc/nri-grpc/cmd/nrid")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building nrid: %v\n%s", err, out)
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"runtime", "--json", "--nrid", nrid, "--run", "^(PluginConnection|ContainerCreationAdjustments)/"}, &out, &bytes.Buffer{})
+	if err != nil {
+		t.Errorf("run: %v", err)
+	}
+	var r report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Report.Count(conformance.Pass) < 10 {
+		t.Errorf("%d scenarios passed, want at least 10: %+v", r.Report.Count(conformance.Pass), r.Report)
+	}
+	for _, s := range r.Report.Scenarios {
+		if s.Result == conformance.Fail {
+			t.Errorf("%s/%s: %v", s.Group, s.Name, s.Messages)
 		}
 	}
 }

@@ -6,5 +6,6 @@ import (
 	"io"
 )
 
-func runRuntime(context.Context, []string, io.Writer, io.Writer) error { return errors.New("not yet") }
-func runMatrix(context.Context, []string, io.Writer, io.Writer) error  { return errors.New("not yet") }
+func runMatrix(context.Context, []string, io.Writer, io.Writer) error { return errors.New("not yet") }
+
+func runClassicRuntime(context.Context, *runtimeOpts, io.Writer) error { return errors.New("not yet") }
