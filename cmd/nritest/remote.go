@@ -214,7 +214,7 @@ func (e *remoteEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec
 		return nil, err
 	}
 	go func() {
-		<-tp.SessionEnded()
+		_ = <-tp.SessionEnded()
 		close(p.done)
 	}()
 	return p, nil

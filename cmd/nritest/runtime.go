@@ -125,10 +125,10 @@ func startNrid(ctx context.Context, o *runtimeOpts) (stop func(), err error) {
 	stop = func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-exited:
+		case _ = <-exited:
 		case <-time.After(conformance.Wait):
 			_ = cmd.Process.Kill()
-			<-exited
+			_ = <-exited
 		}
 		_ = logf.Close()
 		_ = os.RemoveAll(dir)
