@@ -214,7 +214,7 @@ func (e *remoteEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec
 		return nil, err
 	}
 	go func() {
-		_ = <-tp.SessionEnded()
+		p.end = <-tp.SessionEnded()
 		close(p.done)
 	}()
 	return p, nil
@@ -224,6 +224,7 @@ func (e *remoteEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec
 type remotePlugin struct {
 	tp   *testplugin.Plugin
 	done chan struct{}
+	end  error // why the session ended; set before done is closed
 }
 
 func (p *remotePlugin) Full() string                             { return p.tp.Full() }

@@ -120,15 +120,16 @@ func startNrid(ctx context.Context, o *runtimeOpts) (stop func(), err error) {
 		_ = logf.Close()
 		return nil, fmt.Errorf("starting nrid: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	stop = func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case _ = <-exited:
+		case <-exited:
 		case <-time.After(conformance.Wait):
 			_ = cmd.Process.Kill()
-			_ = <-exited
+			<-exited
 		}
 		_ = logf.Close()
 		_ = os.RemoveAll(dir)
@@ -142,10 +143,10 @@ func startNrid(ctx context.Context, o *runtimeOpts) (stop func(), err error) {
 			return stop, nil
 		}
 		select {
-		case err := <-exited:
+		case <-exited:
 			b, _ := os.ReadFile(logPath)
 			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("nrid exited (%v) before serving:\n%s", err, b)
+			return nil, fmt.Errorf("nrid exited (%v) before serving:\n%s", waitErr, b)
 		case <-ctx.Done():
 			stop()
 			return nil, ctx.Err()
