@@ -519,7 +519,7 @@ nritest: $(PY_STAMP) $(TS_STAMP) $(TESTSUM) clients-nrid ## nritest plugin on th
 	check ts-env-ulimit-injector node $(TS_DIR)/dist-test/examples/env-ulimit-injector/main.js
 	check rs-env-ulimit-injector $(RUST_DIR)/target/debug/env-ulimit-injector
 	echo "== nritest matrix"
-	$(NRITEST) matrix --checkout . --junit $(NRITEST_REPORTS)/matrix.xml | tee $(NRITEST_REPORTS)/matrix.txt || rc=1
+	$(NRITEST) matrix --junit $(NRITEST_REPORTS)/matrix.xml | tee $(NRITEST_REPORTS)/matrix.txt || rc=1
 	echo "== nritest runtime --adaptation (nrid)"
 	$(NRITEST) runtime --nrid $(CLIENTS_NRID) --junit $(NRITEST_REPORTS)/runtime-adaptation.xml | tee $(NRITEST_REPORTS)/runtime-adaptation.txt || rc=1
 	$(TESTSUM) junit -suite nritest -dir $(REPORT_DIR) $(NRITEST_REPORTS)/*.xml || rc=$$((rc | $$?))

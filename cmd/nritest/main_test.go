@@ -228,3 +228,32 @@ func TestRuntimeAdaptation(t *testing.T) {
 		}
 	}
 }
+
+// TestMatrix runs the version matrix (the classic helpers are built into
+// the user's cache once, which needs the Go toolchain and the module
+// cache or proxy).
+func TestMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the classic helpers (-short)")
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"matrix", "--json"}, &out, &bytes.Buffer{})
+	var r report
+	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil {
+		t.Fatalf("report: %v\n%s", jerr, out.String())
+	}
+	if err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if n := r.Report.Count(conformance.Pass); n != 13 {
+		t.Errorf("%d cells passed, want 13", n)
+	}
+	for _, s := range r.Report.Scenarios {
+		if s.Result != conformance.Pass {
+			t.Errorf("%s: %s %v", s.Name, s.Result, s.Messages)
+		}
+	}
+	if err := run(context.Background(), []string{"matrix", "--old", "0.11"}, &bytes.Buffer{}, &bytes.Buffer{}); exitCode(err, &bytes.Buffer{}) != 2 {
+		t.Errorf("--old 0.11: %v, want a usage error", err)
+	}
+}
