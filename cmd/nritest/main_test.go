@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/nri/pkg/adaptation"
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
 
@@ -255,5 +256,102 @@ func TestMatrix(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"matrix", "--old", "0.11"}, &bytes.Buffer{}, &bytes.Buffer{}); exitCode(err, &bytes.Buffer{}) != 2 {
 		t.Errorf("--old 0.11: %v, want a usage error", err)
+	}
+}
+
+// classicCount is a classic runtime's metrics: it signals the plugin count.
+type classicCount struct{ n chan int }
+
+func (c classicCount) RecordPluginInvocation(string, string, error)      {}
+func (c classicCount) RecordPluginLatency(string, string, time.Duration) {}
+func (c classicCount) RecordPluginAdjustments(string, string, *api.ContainerAdjustment, int, int) {
+}
+func (c classicCount) UpdatePluginCount(n int) {
+	select {
+	case c.n <- n:
+	default:
+	}
+}
+
+// TestRuntimeClassic runs `runtime --classic` against classic NRI's own
+// runtime (pkg/adaptation) while the test creates a pod: a runtime that
+// applies the adjustment passes, one that drops it fails.
+func TestRuntimeClassic(t *testing.T) {
+	for _, apply := range []bool{true, false} {
+		t.Run(fmt.Sprint("apply=", apply), func(t *testing.T) {
+			sock := t.TempDir() + "/nri.sock"
+			count := classicCount{n: make(chan int, 16)}
+			sync := func(ctx context.Context, cb adaptation.SyncCB) error {
+				_, err := cb(ctx, []*api.PodSandbox{{Id: "p0", Name: "other"}}, []*api.Container{{Id: "c0", PodSandboxId: "p0"}})
+				return err
+			}
+			update := func(context.Context, []*api.ContainerUpdate) ([]*api.ContainerUpdate, error) { return nil, nil }
+			a, err := adaptation.New("classic-test", "v1.2.3", sync, update, adaptation.WithSocketPath(sock),
+				adaptation.WithPluginPath(t.TempDir()), adaptation.WithPluginConfigPath(t.TempDir()), adaptation.WithMetrics(count))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer a.Stop()
+			type outcome struct {
+				r   report
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				var out bytes.Buffer
+				err := run(context.Background(), []string{"runtime", "--json", "--classic", sock, "--pod-timeout", "20s"}, &out, &bytes.Buffer{})
+				var r report
+				_ = json.Unmarshal(out.Bytes(), &r)
+				done <- outcome{r, err}
+			}()
+			for n := range count.n {
+				if n == 1 {
+					break
+				}
+			}
+			a.BlockPluginSync().Unblock()
+			ctx := context.Background()
+			pod := &api.PodSandbox{Id: "p1", Name: "nritest-pod", Namespace: "default"}
+			ctr := &api.Container{Id: "c1", PodSandboxId: "p1", Name: "app"}
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(a.RunPodSandbox(ctx, &api.RunPodSandboxRequest{Pod: pod}))
+			rsp, err := a.CreateContainer(ctx, &api.CreateContainerRequest{Pod: pod, Container: ctr})
+			must(err)
+			// The container as the runtime created it: with the
+			// adjustment when it applies it.
+			ctr = &api.Container{Id: "c1", PodSandboxId: "p1", Name: "app"}
+			if apply {
+				for _, e := range rsp.GetAdjust().GetEnv() {
+					ctr.Env = append(ctr.Env, e.GetKey()+"="+e.GetValue())
+				}
+			}
+			must(a.PostCreateContainer(ctx, &api.PostCreateContainerRequest{Pod: pod, Container: ctr}))
+			must(a.StartContainer(ctx, &api.StartContainerRequest{Pod: pod, Container: ctr}))
+			must(a.PostStartContainer(ctx, &api.PostStartContainerRequest{Pod: pod, Container: ctr}))
+			res := <-done
+			for _, name := range []string{"registers", "configure", "synchronize"} {
+				if s := result(&res.r, name); s.Result != conformance.Pass {
+					t.Errorf("%s: %s %v", name, s.Result, s.Messages)
+				}
+			}
+			s := result(&res.r, "pod-events")
+			switch {
+			case apply && (s.Result != conformance.Pass || res.err != nil):
+				t.Errorf("pod-events: %s %v (%v), want PASS", s.Result, s.Messages, res.err)
+			case !apply && (s.Result != conformance.Fail || !strings.Contains(strings.Join(s.Messages, " "), "did not land")):
+				t.Errorf("pod-events: %s %v, want FAIL: the adjustment did not land", s.Result, s.Messages)
+			}
+			if m := result(&res.r, "configure").Messages; len(m) == 0 || m[0] != "runtime classic-test v1.2.3" {
+				t.Errorf("configure: %v", m)
+			}
+		})
 	}
 }
