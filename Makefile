@@ -299,7 +299,7 @@ TEST_SUITES := go-test python-test ts-test rust-test nritest e2e
 REPORT_DIR ?= $(CURDIR)/.tmp/test-report
 
 .PHONY: test
-test: $(TESTSUM) ## Run every suite (Go with -race on server/, bridge/, plugin/; Python; TypeScript; Rust; end to end), then print one summary table
+test: $(TESTSUM) ## Run every suite (Go with -race on server/, bridge/, plugin/; Python; TypeScript; Rust; nritest; end to end), then print one summary table
 	@rm -rf $(REPORT_DIR)
 	mkdir -p $(REPORT_DIR)
 	for t in $(TEST_SUITES); do
@@ -504,14 +504,17 @@ nritest: $(PY_STAMP) $(TS_STAMP) $(TESTSUM) clients-nrid ## nritest plugin on th
 	mkdir -p $(NRITEST_REPORTS) $(NRITEST_BUILD)
 	$(GO) build -o $(NRITEST) ./cmd/nritest
 	$(GO) build -o $(NRITEST_BUILD)/ ./examples/device-injector ./examples/logger ./examples/ulimit-adjuster ./examples/validator
-	(cd $(TS_DIR) && npx --no-install tsc -p tsconfig.json && npx --no-install tsc -p tsconfig.test.json)
-	(cd $(RUST_DIR) && $(CARGO) build --locked --quiet -p env-ulimit-injector)
 	rc=0
+	# An SDK example that does not build fails its check below; the
+	# others still run.
+	(cd $(TS_DIR) && npx --no-install tsc -p tsconfig.json && npx --no-install tsc -p tsconfig.test.json) || rc=1
+	(cd $(RUST_DIR) && $(CARGO) build --locked --quiet -p env-ulimit-injector) || rc=1
 	# check NAME CMD...: nritest plugin on CMD, reports NAME.{txt,json,xml}.
 	check() {
 	  local name=$$1; shift
 	  echo "== nritest plugin $$name"
-	  $(NRITEST) plugin --name "$$name" --log $(NRITEST_REPORTS)/$$name.log --junit $(NRITEST_REPORTS)/$$name.xml \
+	  $(NRITEST) plugin --name "$$name" --log $(NRITEST_REPORTS)/$$name.log \
+	    --json-file $(NRITEST_REPORTS)/$$name.json --junit $(NRITEST_REPORTS)/$$name.xml \
 	    $(NRITEST_ANNOTATIONS) -- "$$@" | tee $(NRITEST_REPORTS)/$$name.txt || rc=1
 	}
 	for e in device-injector logger ulimit-adjuster validator; do check $$e $(NRITEST_BUILD)/$$e; done
@@ -519,9 +522,10 @@ nritest: $(PY_STAMP) $(TS_STAMP) $(TESTSUM) clients-nrid ## nritest plugin on th
 	check ts-env-ulimit-injector node $(TS_DIR)/dist-test/examples/env-ulimit-injector/main.js
 	check rs-env-ulimit-injector $(RUST_DIR)/target/debug/env-ulimit-injector
 	echo "== nritest matrix"
-	$(NRITEST) matrix --junit $(NRITEST_REPORTS)/matrix.xml | tee $(NRITEST_REPORTS)/matrix.txt || rc=1
+	$(NRITEST) matrix --json-file $(NRITEST_REPORTS)/matrix.json --junit $(NRITEST_REPORTS)/matrix.xml | tee $(NRITEST_REPORTS)/matrix.txt || rc=1
 	echo "== nritest runtime --adaptation (nrid)"
-	$(NRITEST) runtime --nrid $(CLIENTS_NRID) --junit $(NRITEST_REPORTS)/runtime-adaptation.xml | tee $(NRITEST_REPORTS)/runtime-adaptation.txt || rc=1
+	$(NRITEST) runtime --nrid $(CLIENTS_NRID) --json-file $(NRITEST_REPORTS)/runtime-adaptation.json \
+	  --junit $(NRITEST_REPORTS)/runtime-adaptation.xml | tee $(NRITEST_REPORTS)/runtime-adaptation.txt || rc=1
 	$(TESTSUM) junit -suite nritest -dir $(REPORT_DIR) $(NRITEST_REPORTS)/*.xml || rc=$$((rc | $$?))
 	exit $$rc
 

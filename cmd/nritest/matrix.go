@@ -76,9 +76,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.cache, "cache", filepath.Join(cacheDir, "nritest"), "where the classic helpers are built")
 	fs.StringVar(&o.goBin, "go", "go", "the Go toolchain that builds the classic helpers")
 	fs.IntVar(&o.parallel, "parallel", 2, "cells run at once")
-	fs.BoolVar(&o.out.json, "json", false, "print the report as JSON")
-	fs.StringVar(&o.out.junit, "junit", "", "also write the report as JUnit XML to this file")
-	fs.BoolVar(&o.out.verbose, "v", false, "print every message of every cell")
+	o.out.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -79,9 +79,7 @@ func parsePluginFlags(args []string, stderr io.Writer) (*pluginOpts, error) {
 	fs.StringVar(&o.logFile, "log", "", "write the server's and the plugin's log to this file")
 	fs.IntVar(&o.outputLines, "log-lines", 10, "log lines shown with a failed registration")
 	fs.BoolVar(&o.skipRestart, "no-restart", false, "skip the server restart checks")
-	fs.BoolVar(&o.out.json, "json", false, "print the report as JSON")
-	fs.StringVar(&o.out.junit, "junit", "", "also write the report as JUnit XML to this file")
-	fs.BoolVar(&o.out.verbose, "v", false, "print every message of every check")
+	o.out.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

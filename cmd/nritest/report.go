@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,9 +30,18 @@ type report struct {
 
 // outFlags are the output flags every subcommand has.
 type outFlags struct {
-	json    bool
-	junit   string
-	verbose bool
+	json     bool
+	jsonFile string
+	junit    string
+	verbose  bool
+}
+
+// register adds the output flags to fs.
+func (o *outFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of a table")
+	fs.StringVar(&o.jsonFile, "json-file", "", "also write the JSON report to this file")
+	fs.StringVar(&o.junit, "junit", "", "also write the report as JUnit XML to this file")
+	fs.BoolVar(&o.verbose, "v", false, "print every message of every check")
 }
 
 // version returns nritest's module version (go install: the tag).
@@ -50,14 +60,22 @@ func finish(r *report, o outFlags, stdout io.Writer) error {
 	for _, res := range []conformance.Result{conformance.Pass, conformance.Fail, conformance.Skip, conformance.Warn} {
 		r.Counts[strings.ToLower(string(res))] = r.Report.Count(res)
 	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if _, err := stdout.Write(b); err != nil {
 			return err
 		}
 	} else {
 		printTable(r, o.verbose, stdout)
+	}
+	if o.jsonFile != "" {
+		if err := os.WriteFile(o.jsonFile, b, 0o644); err != nil {
+			return err
+		}
 	}
 	if o.junit != "" {
 		if err := writeJUnit(r, o.junit); err != nil {

@@ -51,9 +51,7 @@ func runRuntime(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.DurationVar(&o.podWait, "pod-timeout", 0, "with -classic: wait this long for a pod to be created on the node (by the operator or CI) and check its events; 0 skips that check")
 	fs.StringVar(&o.podPrefix, "pod-prefix", "nritest", "with -classic: the pods whose events are checked and whose containers are adjusted (by name prefix)")
 	fs.StringVar(&o.idx, "idx", "99", "with -classic: the test plugin's index")
-	fs.BoolVar(&o.out.json, "json", false, "print the report as JSON")
-	fs.StringVar(&o.out.junit, "junit", "", "also write the report as JUnit XML to this file")
-	fs.BoolVar(&o.out.verbose, "v", false, "print every message of every scenario")
+	o.out.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
