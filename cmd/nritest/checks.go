@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -248,7 +249,7 @@ func (h *pluginHarness) checkEvent(ctx context.Context, t conformance.T, ev nriv
 	} else {
 		t.Logf("answered in %v", o.Dur.Round(time.Microsecond))
 	}
-	judge(t, o, callErr, h.logs.lines(2, h.o.full, "level=WARN"))
+	judge(t, o, callErr, h.callFailure(nri.EventName(ev)))
 }
 
 // lastCreate returns the record positions before the CreateContainer check.
@@ -280,21 +281,44 @@ func filterEvent(outs []outcome, ev nriv1beta1.Event) []outcome {
 	return r
 }
 
+// callFailure returns the server's reason for the plugin's last failed
+// call of event (its log line "plugin call failed"), "" if none.
+func (h *pluginHarness) callFailure(event string) string {
+	lines := h.logs.lines(1, "plugin call failed", "plugin="+h.o.full+" ", "event="+event+" ")
+	if len(lines) == 0 {
+		return ""
+	}
+	_, rest, ok := strings.Cut(lines[0], " error=")
+	if !ok {
+		return ""
+	}
+	if q, err := strconv.QuotedPrefix(rest); err == nil {
+		if u, err := strconv.Unquote(q); err == nil {
+			return u
+		}
+	}
+	v, _, _ := strings.Cut(rest, " ")
+	return v
+}
+
 // judge turns a call's outcome into the check's result: answered (or a
 // veto, which is the plugin's right) passes; a timeout, an error, an
 // unreachable plugin or a response the server refused fails.
-func judge(t conformance.T, o outcome, callErr error, warnings []string) {
+func judge(t conformance.T, o outcome, callErr error, reason string) {
 	t.Helper()
+	if reason == "" && callErr != nil {
+		reason = callErr.Error()
+	}
 	switch o.Outcome {
 	case nriv1beta1.CallOutcome_CALL_OUTCOME_OK:
 	case nriv1beta1.CallOutcome_CALL_OUTCOME_VETO:
-		t.Logf("the plugin vetoed the event (its right): %v", callErr)
+		t.Logf("the plugin vetoed the event (its right): %s", reason)
 	case nriv1beta1.CallOutcome_CALL_OUTCOME_REFUSED:
-		t.Errorf("the server refused the plugin's response (invalid values or fields not granted): %v %s", callErr, strings.Join(warnings, " | "))
+		t.Errorf("the server refused the plugin's response (invalid values or fields not granted): %s", reason)
 	case nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT:
 		t.Errorf("no answer within the plugin's timeout (%v)", o.Dur.Round(time.Millisecond))
 	default:
-		t.Errorf("outcome %s: %v %s", strings.TrimPrefix(o.Outcome.String(), "CALL_OUTCOME_"), callErr, strings.Join(warnings, " | "))
+		t.Errorf("outcome %s: %s", strings.TrimPrefix(o.Outcome.String(), "CALL_OUTCOME_"), reason)
 	}
 }
 

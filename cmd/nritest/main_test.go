@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 //	slow       CreateContainer never answers (a timeout)
 //	failing    PostStartContainer fails
 //	crash      the process exits in StartContainer
+//	invalid    CreateContainer answers an adjustment the server refuses
 type fake struct{ mode string }
 
 func (f *fake) RunPodSandbox(context.Context, *nriv1beta1.RunPodSandboxRequest) (*nriv1beta1.RunPodSandboxResponse, error) {
@@ -52,6 +53,11 @@ func (f *fake) CreateContainer(ctx context.Context, _ *nriv1beta1.CreateContaine
 	if f.mode == "slow" {
 		<-ctx.Done()
 		return nil, ctx.Err()
+	}
+	if f.mode == "invalid" {
+		// A value the runtime spec forbids: the server refuses it.
+		return &nriv1beta1.CreateContainerResponse{Adjust: &nriv1beta1.ContainerAdjustment{
+			Rlimits: []*nriv1beta1.POSIXRlimit{{Type: "RLIMIT_BOGUS", Hard: 1, Soft: 2}}}}, nil
 	}
 	a := plugin.NewAdjustment()
 	a.AddEnv("NRITEST", "1")
@@ -154,6 +160,7 @@ func TestPluginMisbehaving(t *testing.T) {
 		{"slow", "event/CreateContainer", "timeout"},
 		{"failing", "event/PostStartContainer", "post-start hook failed"},
 		{"crash", "process", "exited"},
+		{"invalid", "event/CreateContainer", "refused"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			r, err := runFake(t, c.mode, "--no-restart")

@@ -89,7 +89,8 @@ func finish(r *report, o outFlags, stdout io.Writer) error {
 }
 
 // printTable prints the report as a table: scenario, result, detail (the
-// first message; every message with verbose, and always for failures).
+// first message; every message with verbose, and always for failures),
+// each on one line of at most 200 characters (unbounded with verbose).
 func printTable(r *report, verbose bool, w io.Writer) {
 	fmt.Fprintf(w, "nritest %s: %s\n\n", r.Command, r.Subject)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -99,13 +100,17 @@ func printTable(r *report, verbose bool, w io.Writer) {
 		if !verbose && s.Result != conformance.Fail && len(msgs) > 1 {
 			msgs = msgs[:1]
 		}
+		line := oneLine
+		if verbose {
+			line = func(s string) string { return strings.Join(strings.Fields(s), " ") }
+		}
 		detail := ""
 		if len(msgs) > 0 {
-			detail = oneLine(msgs[0])
+			detail = line(msgs[0])
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Group+"/"+s.Name, s.Result, detail)
 		for _, m := range msgs[min(1, len(msgs)):] {
-			fmt.Fprintf(tw, "\t\t%s\n", oneLine(m))
+			fmt.Fprintf(tw, "\t\t%s\n", line(m))
 		}
 	}
 	_ = tw.Flush()
