@@ -89,6 +89,9 @@ func Execute(ctx context.Context, setup Setup, opts ...RunOption) Report {
 	checks := make([]Check, len(list))
 	for i, sc := range list {
 		checks[i] = Check{ScenarioInfo: sc.ScenarioInfo, Run: func(ctx context.Context, t T) {
+			// As under Run: the scenario's context is bounded by 2*Wait.
+			ctx, cancel := context.WithTimeout(ctx, 2*Wait)
+			defer cancel()
 			s := &S{T: t, ctx: ctx, setup: setup}
 			if !sc.manual {
 				s.env = s.MustEnv(sc.opts)
@@ -103,7 +106,7 @@ func Execute(ctx context.Context, setup Setup, opts ...RunOption) Report {
 // catalog (cmd/nritest's checks of a plugin binary).
 type Check struct {
 	ScenarioInfo
-	// Run runs the check in its own goroutine; ctx is bounded by Bound.
+	// Run runs the check in its own goroutine; ctx ends after Bound.
 	Run func(ctx context.Context, t T)
 }
 
@@ -144,7 +147,7 @@ func ExecuteChecks(ctx context.Context, checks []Check, opts ...RunOption) Repor
 func executeOne(ctx context.Context, sc Check, bound time.Duration) ScenarioReport {
 	start := time.Now()
 	t := &runT{name: sc.Group + "/" + sc.Name}
-	sctx, cancel := context.WithTimeout(ctx, min(bound, 2*Wait))
+	sctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
