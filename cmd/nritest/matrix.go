@@ -251,7 +251,7 @@ func (c *cell) run(ctx context.Context, t conformance.T) {
 	switch {
 	case c.rt != nil && c.pl != nil && strings.HasPrefix(c.path, "direct"):
 		rt := env.classicRuntime(ctx, c.rt)
-		seen = env.classicPlugin(ctx, c.pl, rt.socket, "")
+		seen = env.classicPlugin(ctx, c.pl, rt.socket)
 		rt.call(t, "settle")
 		ann, err = rt.lifecycle(t)
 	case c.rt != nil:
@@ -259,7 +259,7 @@ func (c *cell) run(ctx context.Context, t conformance.T) {
 		srv := env.server(ctx, false)
 		env.attachBridge(ctx, srv, rt)
 		if c.pl != nil {
-			seen = env.classicPlugin(ctx, c.pl, "", "")
+			seen = env.classicPlugin(ctx, c.pl, "")
 			env.launchClassic(ctx, srv)
 		} else {
 			seen = env.grpcPlugin(ctx)
@@ -269,7 +269,7 @@ func (c *cell) run(ctx context.Context, t conformance.T) {
 	default:
 		srv := env.server(ctx, true)
 		if c.pl != nil {
-			seen = env.classicPlugin(ctx, c.pl, "", "")
+			seen = env.classicPlugin(ctx, c.pl, "")
 			env.launchClassic(ctx, srv)
 		} else {
 			seen = env.grpcPlugin(ctx)
@@ -417,7 +417,7 @@ func (e *cellEnv) classicRuntime(ctx context.Context, h *helperBuild) *classicRT
 // classicPlugin prepares the classic plugin of h: started at once on
 // socket when given, else put into the bridge's classic plugin directory
 // (launchClassic starts it). It returns the plugin's event lines.
-func (e *cellEnv) classicPlugin(ctx context.Context, h *helperBuild, socket, _ string) func() []string {
+func (e *cellEnv) classicPlugin(ctx context.Context, h *helperBuild, socket string) func() []string {
 	t := e.t
 	events := filepath.Join(e.dir, "events")
 	if socket != "" {

@@ -70,7 +70,7 @@ type remoteEnv struct {
 	cur *attachment
 }
 
-func (e *remoteEnv) Runtime() conformance.Runtime     { return &adaptationRuntime{c: e.client} }
+func (e *remoteEnv) Runtime() conformance.Runtime     { return conformance.AdaptationRuntime(e.client) }
 func (e *remoteEnv) Log() *conformance.CallLog        { return e.calls }
 func (e *remoteEnv) Applied() *conformance.AppliedLog { return e.applied }
 

@@ -1,10 +1,16 @@
-package main
+package conformance
 
 import (
 	"context"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 )
+
+// AdaptationRuntime returns the Runtime of a remote runtime: each entry
+// point is the AdaptationService call of the server c is connected to.
+// The runtime's state and unsolicited updates go over an Attach stream,
+// which the caller keeps.
+func AdaptationRuntime(c nriv1beta1.AdaptationServiceClient) Runtime { return &adaptationRuntime{c: c} }
 
 // adaptationRuntime maps the entry points onto AdaptationService calls.
 type adaptationRuntime struct {
