@@ -487,7 +487,8 @@ clients-test: python-test ts-test rust-test ## Python, TypeScript and Rust SDK t
 
 # nritest (cmd/nritest, docs/nritest.md) against the example plugins: the 4
 # Go examples and the 3 SDK examples, each launched as nrid launches it
-# (with annotations that make it adjust), then the version matrix and the
+# (with annotations that make each of them adjust: the Rust example reads
+# its own keys), then the version matrix and the
 # scenario catalog through a real nrid's AdaptationService. Each report is
 # kept in NRITEST_REPORTS (table, JSON and JUnit); testsum counts them.
 NRITEST := $(BIN)/nritest
@@ -496,7 +497,8 @@ NRITEST_BUILD := .tmp/nritest
 NRITEST_ANNOTATIONS := \
   --annotation 'ulimits.noderesource.dev=[{"type":"nofile","soft":1024,"hard":4096}]' \
   --annotation 'env.noderesource.dev={"NRITEST":"1"}' \
-  --annotation 'devices.noderesource.dev/container.app=[{"path":"/dev/nritest","type":"c","major":1,"minor":3}]'
+  --annotation 'devices.noderesource.dev/container.app=[{"path":"/dev/nritest","type":"c","major":1,"minor":3}]' \
+  --annotation 'env.inject.noderesource.dev=NRITEST=1' --annotation 'ulimits.inject.noderesource.dev=nofile=1024:4096'
 
 .PHONY: nritest
 nritest: $(PY_STAMP) $(TS_STAMP) $(TESTSUM) clients-nrid ## nritest plugin on the 4 Go and 3 SDK example plugins, nritest matrix, nritest runtime --adaptation against nrid
