@@ -16,6 +16,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/nri"
@@ -99,6 +101,19 @@ func (h *pluginHarness) checkRegisters(ctx context.Context, t conformance.T) {
 	}
 	t.Logf("registered in %v as %s (%s), events: %s", time.Since(start).Round(time.Millisecond), h.o.full,
 		strings.TrimPrefix(info.GetKind().String(), "PLUGIN_KIND_"), strings.Join(evs, ","))
+	if sels := info.GetSelectors(); len(sels) > 0 {
+		var parts []string
+		for _, sel := range sels {
+			parts = append(parts, strings.TrimSpace(prototextShort(sel)))
+		}
+		t.Logf("selectors: %s (the event checks use pods the first one selects)", strings.Join(parts, " | "))
+	}
+	switch info.GetStatus() {
+	case nriv1beta1.PluginStatus_PLUGIN_STATUS_NOT_READY:
+		conformance.Warnf(t, "the plugin reports NOT_READY: %s", info.GetStatusReason())
+	case nriv1beta1.PluginStatus_PLUGIN_STATUS_DEGRADED:
+		conformance.Warnf(t, "the plugin reports DEGRADED: %s", info.GetStatusReason())
+	}
 	if info.GetPluginVersion() != "" || info.GetNriVersion() != "" {
 		t.Logf("plugin version %q, NRI version %q", info.GetPluginVersion(), info.GetNriVersion())
 	}
@@ -129,7 +144,7 @@ func (h *pluginHarness) checkConfigure(_ context.Context, t conformance.T) {
 
 // checkSynchronize checks the Synchronize pages of the registration.
 func (h *pluginHarness) checkSynchronize(_ context.Context, t conformance.T) {
-	h.registered(t)
+	info := h.registered(t)
 	want := len(h.cfg.pods) + len(h.cfg.ctrs)
 	if h.o.classic {
 		if got := h.cfg.met.lastSynced(); got != want {
@@ -148,10 +163,17 @@ func (h *pluginHarness) checkSynchronize(_ context.Context, t conformance.T) {
 			t.Errorf("page %d of %d failed: %v", i+1, len(pages), p.Err)
 		}
 	}
-	if len(pages) < 2 {
+	switch {
+	case len(info.GetSelectors()) > 0:
+		// The server sends only the pods the selectors select; nritest
+		// does not evaluate selectors itself.
+		if pods > len(h.cfg.pods) || ctrs > len(h.cfg.ctrs) {
+			t.Errorf("the pages carried %d pods and %d containers, more than the state's %d and %d", pods, ctrs, len(h.cfg.pods), len(h.cfg.ctrs))
+		}
+		t.Logf("the plugin's selectors filter the state: %d of %d pods", pods, len(h.cfg.pods))
+	case len(pages) < 2:
 		t.Errorf("the state went in %d page(s); nritest sizes it for several (-sync-pods)", len(pages))
-	}
-	if pods != len(h.cfg.pods) || ctrs != len(h.cfg.ctrs) {
+	case pods != len(h.cfg.pods) || ctrs != len(h.cfg.ctrs):
 		t.Errorf("the pages carried %d pods and %d containers, want %d and %d", pods, ctrs, len(h.cfg.pods), len(h.cfg.ctrs))
 	}
 	t.Logf("%d pages answered (%d pods, %d containers)", len(pages), pods, ctrs)
@@ -197,14 +219,21 @@ func drive(ctx context.Context, srv *server.Server, ev nriv1beta1.Event, pod *nr
 	return nil, nil // ValidateContainerAdjustment: within CreateContainer
 }
 
-// eventPod returns an event pod with the -annotation flags.
-func (h *pluginHarness) eventPod(id string) *nriv1beta1.PodSandbox {
-	p := eventPod(id)
+// eventPod returns an event pod with the -annotation flags and its
+// container, both shaped after the plugin's first selector, if any.
+func (h *pluginHarness) eventPod(podID, ctrID string) (*nriv1beta1.PodSandbox, *nriv1beta1.Container) {
+	p, c := eventPod(podID), eventCtr(podID, ctrID)
 	for _, a := range h.o.annotations {
 		k, v, _ := strings.Cut(a, "=")
 		p.Annotations[k] = v
 	}
-	return p
+	h.mu.Lock()
+	sels := h.info.GetSelectors()
+	h.mu.Unlock()
+	if len(sels) > 0 {
+		applySelector(sels[0], p, c)
+	}
+	return p, c
 }
 
 // clonePod and cloneCtr give every call its own request (NRI owns them).
@@ -216,7 +245,7 @@ func cloneCtr(c *nriv1beta1.Container) *nriv1beta1.Container   { return c.CloneV
 func (h *pluginHarness) checkEvent(ctx context.Context, t conformance.T, ev nriv1beta1.Event) {
 	info := h.registered(t)
 	srv := h.server().srv
-	pod, ctr := h.eventPod("nritest-pod"), eventCtr("nritest-pod", "nritest-ctr")
+	pod, ctr := h.eventPod("nritest-pod", "nritest-ctr")
 	recFrom, metFrom := h.cfg.rec.len(), h.cfg.met.len()
 	if ev == nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT {
 		// Sent within CreateContainer: look at what that check recorded.
@@ -280,6 +309,9 @@ func filterEvent(outs []outcome, ev nriv1beta1.Event) []outcome {
 	}
 	return r
 }
+
+// prototextShort renders a message on one line.
+func prototextShort(m proto.Message) string { return prototext.MarshalOptions{}.Format(m) }
 
 // callFailure returns the server's reason for the plugin's last failed
 // call of event (its log line "plugin call failed"), "" if none.
@@ -389,7 +421,7 @@ func (h *pluginHarness) checkConcurrent(ctx context.Context, t conformance.T) {
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprintf("nritest-conc-%d", i)
-			pod, ctr := h.eventPod(id), eventCtr(id, id+"-ctr")
+			pod, ctr := h.eventPod(id, id+"-ctr")
 			for _, ev := range lifecycle {
 				if _, err := drive(ctx, srv, ev, clonePod(pod), cloneCtr(ctr)); err != nil && errs[i] == nil {
 					errs[i] = fmt.Errorf("%s: %w", nri.EventName(ev), err)
