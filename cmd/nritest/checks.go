@@ -77,7 +77,9 @@ func (h *pluginHarness) checkRegisters(ctx context.Context, t conformance.T) {
 	start := time.Now()
 	s, err := h.startServer(ctx)
 	if err != nil {
+		h.mu.Lock()
 		h.regErr = err
+		h.mu.Unlock()
 		t.Fatalf("starting the server and the plugin: %v", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, h.o.registerWait)
