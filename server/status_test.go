@@ -628,3 +628,51 @@ func (m *statusMetrics) got() []string {
 	defer m.mu.Unlock()
 	return append([]string(nil), m.status...)
 }
+
+// TestRequestedResyncCutWaitsForEarlierEvents: an event that began before
+// a RequestResync reaches the plugin before the requested Synchronize (the
+// cut waits for it and the event does not wait for the cut), and its
+// change is in that Synchronize's state: nothing lost, nothing twice. Were
+// the event held at the plugin's closed gate, it would wait for the
+// plugin's 10-minute timeout while the cut waits for it.
+func TestRequestedResyncCutWaitsForEarlierEvents(t *testing.T) {
+	h := newHarness(t, server.WithMinResyncInterval(0), server.WithMaxTimeout(time.Hour))
+	release := make(chan struct{})
+	h.plugin("05", "slow", func(p *testplugin.Plugin) {
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
+		p.Handle = func(ctx context.Context, method string, _ proto.Message) error {
+			if method == "RunPodSandbox" {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		}
+	})
+	g := newSyncGate()
+	p := h.plugin("10", "asker", func(p *testplugin.Plugin) {
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
+		p.Capabilities = &nriv1beta1.Capabilities{Resync: true}
+		p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(10 * time.Minute)}
+		p.OnSynchronize = g.handle
+	})
+	done := make(chan error, 1)
+	go func() { done <- h.srv.RunPodSandbox(h.ctx(), &nriv1beta1.RunPodSandboxRequest{Pod: fixture.Pod(1)}) }()
+	if err := h.log.WaitFor(h.ctx(), "05-slow:RunPodSandbox", 1); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := p.RequestResync(h.ctx(), ""); err != nil || e != 2 {
+		t.Fatalf("epoch %d, %v", e, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	g.awaitEpoch(t, 2)
+	eq(t, "the asker's calls", callMethods(h.log.Of("10-asker", "Synchronize", "RunPodSandbox")),
+		[]string{"Synchronize", "RunPodSandbox", "Synchronize"})
+	if pods := g.requests()[1].GetPods(); len(pods) != 1 || pods[0].GetId() != fixture.Pod(1).GetId() {
+		t.Fatalf("the requested Synchronize's state: %v", pods)
+	}
+}
