@@ -549,9 +549,11 @@ func (s *Server) serveResync(p *plugin, delay time.Duration) {
 			// when it ends.
 			return errResyncServed
 		}
+		// The state stays READY: the plugin is registered and only its own
+		// events wait; nrid's restart roster and event holds count READY
+		// plugins and must not lose one that merely asked for its state.
 		p.catchUp.syncing = true
 		rs.lastStart = time.Now()
-		p.setState(nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING)
 		p.ready.Store(&gate{ch: make(chan struct{}), from: gen})
 		return nil
 	}, func() {})

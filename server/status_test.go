@@ -486,6 +486,9 @@ func TestRequestedResync(t *testing.T) {
 		t.Fatalf("RequestResync: epoch %d, %v", epoch, err)
 	}
 	g.awaitEpoch(t, 2) // held
+	if st := infoOf(t, h, "10-asker").GetState(); st != nriv1beta1.PluginState_PLUGIN_STATE_READY {
+		t.Fatalf("state during a requested resync: %v (the restart roster counts READY plugins)", st)
+	}
 	// While it synchronizes: a new pod's event waits for it, the
 	// bystander gets it, and an event it does not subscribe to completes.
 	done := make(chan error, 1)
