@@ -699,3 +699,39 @@ func TestRequestedResyncCutWaitsForEarlierEvents(t *testing.T) {
 		t.Fatalf("the requested Synchronize's state: %v", pods)
 	}
 }
+
+// TestPendingResyncServedByRuntimeResync: a request waiting for the
+// minimum interval is served by a runtime resync that comes first: that
+// Synchronize carries the promised epoch (reason RUNTIME_RESTARTED), and
+// epochs only grow.
+func TestPendingResyncServedByRuntimeResync(t *testing.T) {
+	h := newHarness(t, server.WithMinResyncInterval(time.Hour))
+	g := newSyncGate()
+	p := h.plugin("10", "asker", func(p *testplugin.Plugin) {
+		p.Capabilities = &nriv1beta1.Capabilities{Resync: true}
+		p.OnSynchronize = g.handle
+	})
+	if e, err := p.RequestResync(h.ctx(), ""); err != nil || e != 2 {
+		t.Fatalf("first request: %d, %v", e, err)
+	}
+	g.awaitEpoch(t, 2)
+	if e, err := p.RequestResync(h.ctx(), ""); err != nil || e != 3 {
+		t.Fatalf("deferred request: %d, %v", e, err)
+	}
+	h.attach([]*nriv1beta1.PodSandbox{fixture.Pod(1)}, nil)
+	g.awaitEpoch(t, 3)
+	reqs := g.requests()
+	last := reqs[len(reqs)-1]
+	if last.GetReason() != nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED || len(last.GetPods()) != 1 {
+		t.Fatalf("epoch 3: reason %v, %d pods", last.GetReason(), len(last.GetPods()))
+	}
+	if e, err := p.RequestResync(h.ctx(), ""); err != nil || e != 4 {
+		t.Fatalf("a request after it: %d, %v", e, err)
+	}
+	h.lifecycle(1) // the deferred request holds nothing
+	var epochs []uint64
+	for _, r := range g.requests() {
+		epochs = append(epochs, r.GetEpoch())
+	}
+	eq(t, "epochs", epochs, []uint64{1, 2, 3})
+}
