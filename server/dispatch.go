@@ -30,7 +30,8 @@ import (
 //  2. budget (allot): the plugin's timeout for the event, cut to its share
 //     of the caller's budget; nothing left skips it;
 //  3. readiness (await): a plugin still synchronizing is waited for within
-//     that time;
+//     that time; a NOT_READY plugin is waited for, failed or skipped as its
+//     NotReadyPolicy says (status.go);
 //  4. dry run (dryRunSkips): in a dry run, plugins without dry-run support
 //     are listed as not evaluated instead of called;
 //  5. encode (encoding): the request's bytes for a remote plugin, within
@@ -184,7 +185,7 @@ func (d *delivery[Req, Rsp]) await(ctx context.Context, sl *slot, inst *plugin, 
 		if waited {
 			a.timeout, a.cut = time.Until(deadline), true
 		}
-		return p, nil
+		return d.s.notReady(ctx, p, d.ev.eventInfo, d.fl, a) // its status (status.go)
 	}
 	if ready {
 		return nil, nil // it unsubscribed meanwhile (a new instance)

@@ -39,6 +39,9 @@ type flight struct {
 	rec   *nriv1beta1.DispatchRecord
 	opts  eventOptions
 	raw   []byte // the request's encoding handed over (Encoded), normalised
+	// notReady lists the plugins this event did not call because they were
+	// NOT_READY (status.go); the validators' list of plugins leaves them out.
+	notReady []string
 }
 
 func (f *flights) init() {

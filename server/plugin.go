@@ -24,6 +24,10 @@ import (
 type gate struct {
 	ch chan struct{}
 	ok bool
+	// from is the first flights generation that waits for the gate: events
+	// that began before a requested resync's cut (status.go) are not held
+	// by it (the cut waits for them before the plugin is synchronized).
+	from uint64
 }
 
 func newGate() *gate { return &gate{ch: make(chan struct{})} }
@@ -91,6 +95,10 @@ type plugin struct {
 		calls, vetoes, timeouts, unavailable, refused, errors atomic.Uint64
 	}
 	lastErr atomic.Pointer[string]
+
+	// status is what the plugin reports of itself, the policy for
+	// NOT_READY and its requested resyncs (status.go).
+	status statusBox
 }
 
 // timeouts are a plugin's effective call timeouts.
@@ -132,15 +140,18 @@ func (p *plugin) isClosed() bool {
 	}
 }
 
-// wait blocks until the plugin is ready to receive events (it may be
-// synchronizing after the registration cut, or resynchronizing), at most
-// until deadline or ctx ends. It reports whether the plugin can be called,
-// and whether it had to wait for that.
-func (p *plugin) wait(ctx context.Context, deadline time.Time) (ok, waited bool) {
+// wait blocks until the plugin is ready to receive an event of generation
+// gen (it may be synchronizing after the registration cut, or
+// resynchronizing), at most until deadline or ctx ends. It reports whether
+// the plugin can be called, and whether it had to wait for that.
+func (p *plugin) wait(ctx context.Context, gen uint64, deadline time.Time) (ok, waited bool) {
 	if p.retiring.Load() {
 		return false, false
 	}
 	g := p.ready.Load()
+	if g.from > gen {
+		return !p.isClosed(), false
+	}
 	select {
 	case <-g.ch:
 		return g.ok && !p.isClosed(), false
@@ -257,6 +268,7 @@ func (p *plugin) info() *nriv1beta1.PluginInfo {
 	if e := p.lastErr.Load(); e != nil {
 		out.LastError = *e
 	}
+	p.statusInfo(out)
 	return out
 }
 

@@ -123,7 +123,7 @@ func (sl *slot) target(ctx context.Context, mask uint32, gen uint64, deadline ti
 		if inst == nil || inst.mask&mask == 0 {
 			continue
 		}
-		ok, w := inst.wait(ctx, deadline)
+		ok, w := inst.wait(ctx, gen, deadline)
 		waited = waited || w
 		if ok {
 			return inst, true, waited
@@ -154,6 +154,10 @@ type Registration struct {
 	Timeouts     *nriv1beta1.Timeouts
 	// NRIVersion and PluginVersion are informational.
 	NRIVersion, PluginVersion string
+	// Status and StatusReason are the status the plugin registers with
+	// (UNSPECIFIED: READY), see Handle.SetStatus.
+	Status       nriv1beta1.PluginStatus
+	StatusReason string
 	// Caller is the identity of the connection that registered, when it
 	// differs from Identity (a launched plugin registers over root's
 	// connection but is bound to its launch slot's identity); it may also
@@ -238,6 +242,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 	// Synchronizing from its cut on: an attach meanwhile marks it to catch
 	// up (beginResync). Set before the plugin is visible to anyone.
 	p.catchUp.syncing = true
+	s.initStatus(p, reg) // status, its policy and epochs (status.go)
 	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_CONFIGURING)
 	if err := s.grant(p, reg); err != nil {
 		_ = c.close()
@@ -251,6 +256,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 		}
 		return nil, err
 	}
+	p.status.policy = s.notReadyPolicy(p)
 	pods, ctrs, err := s.admit(p)
 	if err != nil {
 		s.refuseConfigured(p, err)
@@ -269,11 +275,11 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 	// The runtime may have attached again since the cut: catch up on each
 	// new state before the instance takes events.
 	for {
-		gonePods, goneCtrs, again := s.takeCatchUp(p, func() { s.promote(p) })
+		w, again := s.takeCatchUp(p, func() { s.promote(p) })
 		if !again {
 			break
 		}
-		if err := s.resyncOnce(p, gonePods, goneCtrs); err != nil {
+		if err := s.resyncOnce(p, w); err != nil {
 			err = refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED, "",
 				"resynchronizing plugin %s: %v", p.full, err)
 			s.abandon(p)
@@ -286,6 +292,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 		"kind", p.kind.String(), "events", fmt.Sprintf("0x%x", p.mask), "required", p.required())
 	s.arrived(p.full)
 	s.pluginsChanged()
+	s.statusRegistered(p)
 	return p, nil
 }
 
@@ -514,6 +521,7 @@ func (s *Server) unregister(p *plugin) {
 	if empty {
 		delete(s.slots, p.full)
 		s.reorderLocked()
+		s.statusGone(p.full)
 	}
 	s.opts.metrics.Plugins(len(s.slots))
 }

@@ -93,7 +93,7 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 // registered plugins never waits for anybody.
 func validatorsOf(fl *flight) (validators []*slot, all []*nriv1beta1.PluginInstance) {
 	for _, sl := range fl.order {
-		if p := sl.registered(); p != nil {
+		if p := sl.registered(); p != nil && !sitsOut(fl, p) {
 			all = append(all, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
 		}
 		if sl.instanceFor(evValidate.mask(), fl.gen) != nil {
@@ -171,6 +171,9 @@ func (s *Server) callValidator(ctx context.Context, sl *slot, vreq *nriv1beta1.V
 		err := status.Errorf(codes.Unavailable, "not ready (synchronizing) within its %v", timeout.Round(time.Millisecond))
 		s.observe(inst, evValidate.eventInfo, nriv1beta1.CallOutcome_CALL_OUTCOME_UNAVAILABLE, timeout, nil, err)
 		return validation{err: err}, nil
+	}
+	if ok, v, pc := s.validatorNotReady(ctx, p, deadline, fl); !ok {
+		return v, pc
 	}
 	start := time.Now()
 	rsp, err := call(ctx, p, evValidate.rpc, time.Until(deadline), vreq, nil)

@@ -17,6 +17,9 @@
 //	nri_plugin_sync_bytes{plugin}                       histogram, encoded bytes per synchronization
 //	nri_plugin_sync_duration_seconds{plugin}            histogram
 //	nri_plugin_cut_wait_seconds{plugin}                 histogram, time an event waited for a synchronizing plugin
+//	nri_plugin_status{plugin,status}                    gauge, the status a plugin reports (status.go)
+//	nri_plugin_not_ready_skips_total{plugin,event}      counter
+//	nri_plugin_requested_resyncs_total{plugin}          counter
 //
 // plus the Go runtime (go_*) and process (process_*) collectors and the
 // handler's own promhttp_* counters.
@@ -118,6 +121,7 @@ type Metrics struct {
 	syncBytes    *prometheus.HistogramVec
 	syncDuration *prometheus.HistogramVec
 	cutWait      *prometheus.HistogramVec
+	st           statusMetrics // plugin status (status.go)
 
 	// eventNames and outcomeNames are the label values by enum number.
 	eventNames   []string
@@ -223,6 +227,7 @@ func New(opts ...Option) *Metrics {
 	m.series.Store(&empty)
 	m.reg.MustRegister(m.callDuration, m.calls, m.failedOpen, m.plugins, m.deprecations,
 		m.syncObjects, m.syncBytes, m.syncDuration, m.cutWait)
+	m.st = newStatusMetrics(m.reg)
 	if o.runtimeCollectors {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

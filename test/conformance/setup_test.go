@@ -158,6 +158,8 @@ func (b *base) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec) (co
 		FailurePolicy:     spec.FailurePolicy,
 		Capabilities:      spec.Capabilities,
 		Timeouts:          spec.Timeouts,
+		Status:            spec.Status,
+		StatusReason:      spec.StatusReason,
 		Log:               testplugin.NewLog(),
 		OnCreateContainer: spec.OnCreateContainer,
 		OnUpdateContainer: spec.OnUpdateContainer,
