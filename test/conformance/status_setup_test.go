@@ -33,7 +33,7 @@ func (p *plugin) RequestResync(ctx context.Context, reason string) (uint64, erro
 // status scenarios, which need gRPC plugins; the other scenarios run behind
 // the bridge with classic plugins (TestClassicBridged) and with gRPC
 // plugins on the direct paths.
-func grpcBridged(t *testing.T, o conformance.Options) (conformance.Env, error) {
+func grpcBridged(t conformance.T, o conformance.Options) (conformance.Env, error) {
 	e, err := newClassicEnv(t, o, true)
 	if err != nil {
 		return nil, err
@@ -65,11 +65,11 @@ type grpcBridgedEnv struct {
 	b *base
 }
 
-func (e *grpcBridgedEnv) StartPlugin(t *testing.T, spec *conformance.PluginSpec) conformance.Plugin {
+func (e *grpcBridgedEnv) StartPlugin(t conformance.T, spec *conformance.PluginSpec) conformance.Plugin {
 	return e.b.StartPlugin(t, spec)
 }
 
-func (e *grpcBridgedEnv) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (conformance.Plugin, error) {
+func (e *grpcBridgedEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec) (conformance.Plugin, error) {
 	return e.b.TryStartPlugin(t, spec)
 }
 
