@@ -159,8 +159,9 @@ def test_a_status_set_while_registering_is_sent_once_registered():
         try:
             await wait_for(lambda: f.fake.registrations, "the registration request")
             assert f.fake.registrations[0].status == api.PLUGIN_STATUS_READY
-            with pytest.raises(nri_grpc.NotRegistered, match="sent with the next registration"):
-                await p.set_status(api.PLUGIN_STATUS_NOT_READY, "lost my backend")
+            # Registering (nrid has not answered): no error, sent once registered.
+            await p.set_status(api.PLUGIN_STATUS_NOT_READY, "lost my backend")
+            assert f.fake.statuses == []
             f.fake.release.set()
             await p.wait_registered(WAIT)
             await wait_for(lambda: f.fake.statuses, "the status sent after registering")
@@ -178,7 +179,7 @@ def test_not_registered_and_invalid_input():
         assert p.status == (api.PLUGIN_STATUS_READY, "")
         with pytest.raises(nri_grpc.NotRegistered):
             await p.request_resync("x")
-        with pytest.raises(nri_grpc.NotRegistered):
+        with pytest.raises(nri_grpc.NotRegistered, match="DEGRADED is sent with the next registration"):
             await p.set_status(api.PLUGIN_STATUS_DEGRADED, "half")
         # kept for the next registration
         assert p.status == (api.PLUGIN_STATUS_DEGRADED, "half")

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -174,6 +174,8 @@ pub(crate) struct Shared {
     /// Held while a SetPluginStatus call is under way: reports reach nrid in
     /// the order they were made.
     status_calls: tokio::sync::Mutex<()>,
+    /// A RegisterPlugin call is under way and not answered yet.
+    registering: AtomicBool,
 }
 
 /// The status a plugin reports.
@@ -264,6 +266,7 @@ impl Shared {
 
     /// Forgets the current registration.
     fn end_session(&self) {
+        self.registering.store(false, Ordering::SeqCst);
         {
             let mut st = self.lock();
             st.pending = false;
@@ -373,9 +376,15 @@ impl PluginHandle {
     /// last status, so a NOT_READY plugin stays NOT_READY. What NOT_READY
     /// means for the plugin's events is nrid's policy (wait, fail or skip).
     ///
+    /// While a registration is under way (in [`Handler::configure`] and the
+    /// first [`Handler::synchronize`], which come before nrid's Registered)
+    /// it returns at once and the status is sent as soon as the plugin is
+    /// registered.
+    ///
     /// Errors: [`Error::InvalidArgument`] for a reason too long (nothing
     /// changes); [`Error::NotRegistered`] while the plugin is not registered
-    /// (the status is kept and sent with the next registration);
+    /// nor registering (the status is kept and sent with the next
+    /// registration);
     /// [`Error::Rpc`] when nrid refuses the call (the status is kept all the
     /// same). The call has the deadline of
     /// [`PluginBuilder::update_timeout`].
@@ -389,7 +398,11 @@ impl PluginHandle {
             r.reason.clone_from(&reason);
             r.generation += 1;
         }
-        let (channel, instance) = self.shared.session()?;
+        let (channel, instance) = match self.shared.session() {
+            Ok(s) => s,
+            Err(Error::NotRegistered) if self.shared.registering.load(Ordering::SeqCst) => return Ok(()),
+            Err(e) => return Err(e),
+        };
         self.shared.send_status(channel, &instance, status, reason).await
     }
 
@@ -400,8 +413,8 @@ impl PluginHandle {
     /// that epoch and reason `SyncReason::PluginRequested`. Requests made
     /// while one is pending are merged into it (the same epoch comes back).
     ///
-    /// Never await it in a handler for a pod event: the resync is ordered
-    /// with the events, so it waits for the handler. Errors:
+    /// nrid answers at once; the Synchronize follows, ordered with the
+    /// plugin's events like any resynchronization. Errors:
     /// [`Error::InvalidArgument`] for a reason over 1024 bytes,
     /// [`Error::NotRegistered`], [`Error::Rpc`] when nrid refuses.
     pub async fn request_resync(&self, reason: impl Into<String>) -> Result<u64, Error> {
@@ -685,6 +698,7 @@ impl<H: Handler> PluginBuilder<H> {
             update_timeout: self.update_timeout,
             report: Mutex::new(Report { status: self.status.0, reason: self.status.1, generation: 0 }),
             status_calls: tokio::sync::Mutex::new(()),
+            registering: AtomicBool::new(false),
         });
         Ok(Plugin {
             handler: Arc::new(self.handler),
@@ -977,6 +991,7 @@ impl<H: Handler> Plugin<H> {
         let client_channel = channel.clone();
         let mut client =
             RuntimeServiceClient::new(channel).max_decoding_message_size(DEFAULT_MAX_MESSAGE_SIZE as usize);
+        self.shared.registering.store(true, Ordering::SeqCst);
         let (request, generation) = self.register_request();
         let first = async {
             let mut stream = client.register_plugin(request).await?.into_inner();
@@ -992,6 +1007,7 @@ impl<H: Handler> Plugin<H> {
         let (mut stream, reg) = match first {
             Ok(v) => v,
             Err(st) => {
+                self.shared.registering.store(false, Ordering::SeqCst);
                 let shutdown = self.shared.lock().shutdown.take();
                 self.shared.end_session();
                 return SessionResult { registered: false, shutdown, err: Some(st) };
@@ -1013,6 +1029,7 @@ impl<H: Handler> Plugin<H> {
         health.set_serving::<PluginServiceName>().await;
         let instance = reg.instance_id.clone();
         self.shared.registered.send_replace(Some(reg));
+        self.shared.registering.store(false, Ordering::SeqCst);
         let changed = {
             let r = self.shared.report();
             (r.generation != generation).then(|| (r.status, r.reason.clone()))

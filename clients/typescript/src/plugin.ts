@@ -554,10 +554,14 @@ export class Plugin {
    * status, so a NOT_READY plugin stays NOT_READY. What NOT_READY means for
    * the plugin's events is nrid's policy (wait, fail or skip).
    *
+   * While a registration is under way (in configure and the first
+   * synchronize, which come before nrid's Registered) it resolves at once
+   * and the status is sent as soon as the plugin is registered.
+   *
    * Throws an Error for an invalid status or reason; rejects with
-   * NotRegisteredError while the plugin is not registered (the status is
-   * kept and sent with the next registration), a ConnectError when nrid
-   * refuses the call (the status is kept all the same).
+   * NotRegisteredError while the plugin is not registered nor registering
+   * (the status is kept and sent with the next registration), a ConnectError
+   * when nrid refuses the call (the status is kept all the same).
    */
   async setStatus(status: StatusInit, reason = "", timeoutMs?: number): Promise<void> {
     const st = { status: checkStatus(status), reason: checkReason("reason", reason) };
@@ -566,6 +570,7 @@ export class Plugin {
     const s = this.current;
     const inst = this.instance;
     if (!s || !inst) {
+      if (this.pending) return; // sent once registered
       throw new NotRegisteredError(`plugin ${this.fullName} is not registered; status ${PluginStatus[st.status]} is sent with the next registration`);
     }
     await this.sendStatus(s, inst, st, timeoutMs);
@@ -579,10 +584,10 @@ export class Plugin {
    * there is none). Requests made while one is pending are merged into it
    * (the same epoch comes back).
    *
-   * Never await it in a handler for a pod event: the resync is ordered with
-   * the events, so it waits for the handler. Throws for an invalid reason;
-   * rejects with NotRegisteredError while not registered, a ConnectError
-   * when nrid refuses.
+   * nrid answers at once; the Synchronize follows, ordered with the plugin's
+   * events like any resynchronization. Throws for an invalid reason; rejects
+   * with NotRegisteredError while not registered, a ConnectError when nrid
+   * refuses.
    */
   async requestResync(reason = "", timeoutMs?: number): Promise<bigint> {
     const r = checkReason("reason", reason);

@@ -465,6 +465,8 @@ class Plugin:
         self._status = (check_status(status), check_reason("status_reason", status_reason))
         self._status_gen = 0
         self._status_lock: Optional[asyncio.Lock] = None
+        # A RegisterPlugin call is under way and not answered yet.
+        self._registering = False
         self._backoff = (first, limit)
         self._update_timeout = update_timeout
 
@@ -517,10 +519,14 @@ class Plugin:
         last status, so a NOT_READY plugin stays NOT_READY. What NOT_READY
         means for the plugin's events is nrid's policy (wait, fail or skip).
 
+        While a registration is under way (in ``configure`` and the first
+        ``synchronize``, which come before nrid's Registered) it returns at
+        once and the status is sent as soon as the plugin is registered.
+
         Raises ValueError for an invalid status or reason; NotRegistered
-        while the plugin is not registered (the status is kept and sent with
-        the next registration); grpc.aio.AioRpcError when nrid refuses the
-        call (the status is kept all the same).
+        while the plugin is not registered nor registering (the status is
+        kept and sent with the next registration); grpc.aio.AioRpcError when
+        nrid refuses the call (the status is kept all the same).
         """
         status = check_status(status)
         reason = check_reason("reason", reason)
@@ -528,6 +534,8 @@ class Plugin:
         self._status_gen += 1
         s, inst = self._current, self._instance
         if s is None or not inst:
+            if self._registering:
+                return  # sent once registered (_catch_up_status)
             raise NotRegistered(
                 f"plugin {self.full_name} is not registered; status {status_name(status)} is sent with the next registration"
             )
@@ -541,9 +549,9 @@ class Plugin:
         ``synchronize`` when there is none). Requests made while one is
         pending are merged into it (the same epoch comes back).
 
-        Never await it from a handler for a pod event: the resync is ordered
-        with the events, so it waits for the handler. Raises ValueError for
-        an invalid reason, NotRegistered while the plugin is not registered,
+        nrid answers at once; the Synchronize follows, ordered with the
+        plugin's events like any resynchronization. Raises ValueError for an
+        invalid reason, NotRegistered while the plugin is not registered,
         grpc.aio.AioRpcError when nrid refuses.
         """
         reason = check_reason("reason", reason)
@@ -829,6 +837,7 @@ class Plugin:
         res = _SessionResult()
         call = None
         try:
+            self._registering = True
             call = rs_grpc.RuntimeServiceStub(channel).RegisterPlugin(self._register_request(s))
             first = await call.read()
             self._pending = None
@@ -848,6 +857,7 @@ class Plugin:
             res.registered = True
             await self._set_health(health_pb2.HealthCheckResponse.SERVING)
             self._current, self._registered = s, reg
+            self._registering = False
             self._notify()
             if self._status_gen != s.status_gen:
                 asyncio.ensure_future(self._catch_up_status(s, reg.instance_id))
@@ -875,6 +885,7 @@ class Plugin:
             raise
         finally:
             self._pending = None
+            self._registering = False
             # Health first: by the time `registered` is None (and
             # wait_registered's waiters wake), health says NOT_SERVING.
             if res.registered:
