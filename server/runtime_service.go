@@ -46,6 +46,7 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 		Timeouts:      req.GetTimeouts(),
 		NRIVersion:    req.GetNriVersion(),
 		PluginVersion: req.GetPluginVersion(),
+		Selectors:     req.GetSelectors(),
 	}
 	reg.Caller = id.Name
 	// Everything that needs no state is checked before anything else, the
@@ -108,7 +109,7 @@ func (r *runtimeService) UpdateContainers(ctx context.Context, req *nriv1beta1.U
 	if err := r.s.authorizeUpdates(p, req); err != nil {
 		return nil, err
 	}
-	failed, failedEv, err := r.s.UpdateContainers(ctx, p.full, req.GetUpdate(), req.GetEvict())
+	failed, failedEv, err := r.s.updateFor(ctx, p, req.GetUpdate(), req.GetEvict())
 	if err != nil {
 		return nil, err
 	}
@@ -195,5 +196,5 @@ func (h *Handle) UpdateContainers(ctx context.Context, updates []*nriv1beta1.Con
 	if err := h.p.s.authorizeUpdates(h.p, &nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions}); err != nil {
 		return nil, nil, err
 	}
-	return h.p.s.UpdateContainers(ctx, h.p.full, updates, evictions)
+	return h.p.s.updateFor(ctx, h.p, updates, evictions)
 }

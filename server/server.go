@@ -71,6 +71,7 @@ type Server struct {
 	stopping  chan struct{} // closed when Shutdown starts
 
 	deprecations deprecations
+	knownSel     knownSelectors // plugins' selectors, also while absent (selectors.go)
 }
 
 // RuntimeInfo identifies the runtime behind the server.
