@@ -73,6 +73,9 @@ type options struct {
 	backoffMin     time.Duration
 	backoffMax     time.Duration
 	updateTimeout  time.Duration
+	status         nriv1beta1.PluginStatus // WithStatus (status.go)
+	statusReason   string
+	statusSet      bool
 }
 
 // WithName sets the plugin name (characters from [a-zA-Z0-9_.+-]).
@@ -223,6 +226,11 @@ func (o *options) check() error {
 			if d := t.Events[e]; nri.EventMask(e) == 0 || d <= 0 {
 				errs = append(errs, fmt.Errorf("WithTimeouts: invalid timeout %v for event %v", d, e))
 			}
+		}
+	}
+	if o.statusSet {
+		if err := checkStatus(o.status, o.statusReason); err != nil {
+			errs = append(errs, fmt.Errorf("WithStatus: %w", err))
 		}
 	}
 	if o.backoffMin <= 0 || o.backoffMax < o.backoffMin {

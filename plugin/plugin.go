@@ -59,6 +59,8 @@ type Plugin struct {
 	changed    chan struct{} // closed and replaced at every registration change
 	shutdown   *nriv1beta1.ShutdownRequest
 	sync       *syncPages
+	status     statusReport // the last reported status (status.go)
+	statusMu   sync.Mutex   // orders SetStatus reports
 }
 
 // session is one RegisterPlugin call and its connection to the server.
@@ -101,6 +103,7 @@ func New(impl any, opts ...Option) (*Plugin, error) {
 		index:   o.index,
 		full:    o.index + "-" + o.name,
 		changed: make(chan struct{}),
+		status:  statusReport{status: o.status, reason: o.statusReason},
 	}
 	p.serverUID.Store(-1)
 	p.log = o.log.With("plugin", p.full)

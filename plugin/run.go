@@ -188,11 +188,13 @@ func (p *Plugin) session(ctx context.Context, hs *health.Server) sessionResult {
 	defer cancel()
 
 	s := &session{cc: cc}
+	req := p.registerRequest()
 	p.mu.Lock()
 	p.pending, p.shutdown, p.sync = s, nil, nil
+	statusSent := p.registrationStatusLocked(req)
 	p.mu.Unlock()
 
-	stream, err := nriv1beta1.NewRuntimeServiceClient(cc).RegisterPlugin(sctx, p.registerRequest())
+	stream, err := nriv1beta1.NewRuntimeServiceClient(cc).RegisterPlugin(sctx, req)
 	var first *nriv1beta1.RegisterPluginResponse
 	if err == nil {
 		first, err = stream.Recv()
@@ -218,6 +220,7 @@ func (p *Plugin) session(ctx context.Context, hs *health.Server) sessionResult {
 	p.notifyLocked()
 	p.mu.Unlock()
 	setHealth(hs, healthpb.HealthCheckResponse_SERVING)
+	go p.catchUpStatus(sctx, statusSent)
 	p.log.Info("registered", "instance", reg.GetInstanceId(), "server", reg.GetServerVersion(),
 		"runtime", reg.GetRuntimeName(), "identity", reg.GetIdentity(), "events", eventNames(reg.GetEvents()),
 		"request_timeout", reg.GetTimeouts().GetRequest().AsDuration())

@@ -88,6 +88,12 @@ func checkRegistration(reg Registration) error {
 			return err
 		}
 	}
+	if _, err := compileSelectors(reg.Selectors); err != nil {
+		return err
+	}
+	if err := checkRegistrationStatus(reg); err != nil {
+		return err
+	}
 	if m := reg.Capabilities.GetMaxMessageSize(); m != 0 && m < 64<<10 {
 		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
 			"capabilities.max_message_size", "capabilities.max_message_size: %d is below the minimum of 65536 bytes", m)

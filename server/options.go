@@ -56,6 +56,8 @@ type options struct {
 	authorizer          Authorizer
 	policyFor           func(identity, full string) *PluginPolicy
 	metrics             Metrics
+	notReady            nriv1beta1.NotReadyPolicy // default for NOT_READY (status.go)
+	minResyncInterval   time.Duration             // between requested resyncs of a plugin
 }
 
 func defaultOptions() options {
@@ -69,6 +71,7 @@ func defaultOptions() options {
 		pluginSocketDir:     DefaultPluginSocketDir,
 		shutdownGrace:       DefaultShutdownGrace,
 		metrics:             noMetrics{},
+		minResyncInterval:   DefaultMinResyncInterval,
 	}
 }
 
@@ -141,6 +144,9 @@ type PluginPolicy struct {
 	KeepConnected *bool
 	// MaxTimeout caps this plugin's timeouts when non-zero.
 	MaxTimeout time.Duration
+	// NotReady is what the plugin's NOT_READY status means for its events;
+	// UNSPECIFIED: the server's default (WithNotReadyPolicy).
+	NotReady nriv1beta1.NotReadyPolicy
 }
 
 // WithMetrics sets the metrics sink (default, and for nil: none).

@@ -17,6 +17,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/selector"
 )
 
 // gate is a one-shot readiness signal: closed once a plugin finished
@@ -24,6 +25,10 @@ import (
 type gate struct {
 	ch chan struct{}
 	ok bool
+	// from is the first flights generation that waits for the gate: events
+	// that began before a requested resync's cut (status.go) are not held
+	// by it (the cut waits for them before the plugin is synchronized).
+	from uint64
 }
 
 func newGate() *gate { return &gate{ch: make(chan struct{})} }
@@ -68,6 +73,8 @@ type plugin struct {
 	timeouts timeouts
 	maxMsg   int
 
+	sel *selector.Set // its event selectors (nil or empty: everything); set before it is visible
+
 	// catchUp is guarded by Server.syncMu.
 	catchUp struct {
 		syncing bool // a (re)synchronization is under way
@@ -89,8 +96,13 @@ type plugin struct {
 
 	counters struct {
 		calls, vetoes, timeouts, unavailable, refused, errors atomic.Uint64
+		filtered                                              atomic.Uint64
 	}
 	lastErr atomic.Pointer[string]
+
+	// status is what the plugin reports of itself, the policy for
+	// NOT_READY and its requested resyncs (status.go).
+	status statusBox
 }
 
 // timeouts are a plugin's effective call timeouts.
@@ -132,15 +144,18 @@ func (p *plugin) isClosed() bool {
 	}
 }
 
-// wait blocks until the plugin is ready to receive events (it may be
-// synchronizing after the registration cut, or resynchronizing), at most
-// until deadline or ctx ends. It reports whether the plugin can be called,
-// and whether it had to wait for that.
-func (p *plugin) wait(ctx context.Context, deadline time.Time) (ok, waited bool) {
+// wait blocks until the plugin is ready to receive an event of generation
+// gen (it may be synchronizing after the registration cut, or
+// resynchronizing), at most until deadline or ctx ends. It reports whether
+// the plugin can be called, and whether it had to wait for that.
+func (p *plugin) wait(ctx context.Context, gen uint64, deadline time.Time) (ok, waited bool) {
 	if p.retiring.Load() {
 		return false, false
 	}
 	g := p.ready.Load()
+	if g.from > gen {
+		return !p.isClosed(), false
+	}
 	select {
 	case <-g.ch:
 		return g.ok && !p.isClosed(), false
@@ -252,11 +267,14 @@ func (p *plugin) info() *nriv1beta1.PluginInfo {
 			Unavailable: p.counters.unavailable.Load(),
 			Refused:     p.counters.refused.Load(),
 			Errors:      p.counters.errors.Load(),
+			Filtered:    p.counters.filtered.Load(),
 		},
+		Selectors: p.sel.Selectors(),
 	}
 	if e := p.lastErr.Load(); e != nil {
 		out.LastError = *e
 	}
+	p.statusInfo(out)
 	return out
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/untrusted"
 	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server/check"
 )
@@ -46,6 +47,9 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 		Timeouts:      req.GetTimeouts(),
 		NRIVersion:    req.GetNriVersion(),
 		PluginVersion: req.GetPluginVersion(),
+		Selectors:     req.GetSelectors(),
+		Status:        req.GetStatus(),
+		StatusReason:  req.GetStatusReason(),
 	}
 	reg.Caller = id.Name
 	// Everything that needs no state is checked before anything else, the
@@ -93,6 +97,27 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 
 // UpdateContainers relays a plugin's unsolicited updates and evictions.
 func (r *runtimeService) UpdateContainers(ctx context.Context, req *nriv1beta1.UpdateContainersRequest) (*nriv1beta1.UpdateContainersResponse, error) {
+	p, err := r.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.authorizeUpdates(p, req); err != nil {
+		return nil, err
+	}
+	failed, failedEv, err := r.s.updateFor(ctx, p, req.GetUpdate(), req.GetEvict())
+	if err != nil {
+		return nil, err
+	}
+	return &nriv1beta1.UpdateContainersResponse{Failed: failed, FailedEvictions: failedEv}, nil
+}
+
+// caller is the registered plugin instance a call names in its
+// "nri-instance-id" metadata, which must belong to the caller's identity
+// (the one that registered it, or the connection's for a launched plugin).
+// Errors name the rule: INVALID_ARGUMENT without one id, FAILED_PRECONDITION
+// for an instance that is not registered, PERMISSION_DENIED for another
+// identity's. They quote at most a prefix of the id.
+func (r *runtimeService) caller(ctx context.Context) (*plugin, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	ids := md.Get(nri.MetadataInstanceID)
 	if len(ids) != 1 || ids[0] == "" {
@@ -100,19 +125,12 @@ func (r *runtimeService) UpdateContainers(ctx context.Context, req *nriv1beta1.U
 	}
 	p := r.s.instance(ids[0])
 	if p == nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "metadata %s: instance %q is not registered", nri.MetadataInstanceID, ids[0])
+		return nil, status.Errorf(codes.FailedPrecondition, "metadata %s: instance %s is not registered", nri.MetadataInstanceID, untrusted.Quote(ids[0]))
 	}
 	if id, ok := IdentityFromContext(ctx); !ok || (id.Name != p.identity && id.Name != p.caller) {
-		return nil, status.Errorf(codes.PermissionDenied, "instance %q belongs to identity %q, not to the caller", ids[0], p.identity)
+		return nil, status.Errorf(codes.PermissionDenied, "instance %s belongs to identity %q, not to the caller", untrusted.Quote(ids[0]), p.identity)
 	}
-	if err := r.s.authorizeUpdates(p, req); err != nil {
-		return nil, err
-	}
-	failed, failedEv, err := r.s.UpdateContainers(ctx, p.full, req.GetUpdate(), req.GetEvict())
-	if err != nil {
-		return nil, err
-	}
-	return &nriv1beta1.UpdateContainersResponse{Failed: failed, FailedEvictions: failedEv}, nil
+	return p, nil
 }
 
 // authorizeUpdates checks unsolicited updates against the plugin's grants
@@ -195,5 +213,5 @@ func (h *Handle) UpdateContainers(ctx context.Context, updates []*nriv1beta1.Con
 	if err := h.p.s.authorizeUpdates(h.p, &nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions}); err != nil {
 		return nil, nil, err
 	}
-	return h.p.s.UpdateContainers(ctx, h.p.full, updates, evictions)
+	return h.p.s.updateFor(ctx, h.p, updates, evictions)
 }

@@ -71,6 +71,8 @@ type Server struct {
 	stopping  chan struct{} // closed when Shutdown starts
 
 	deprecations deprecations
+	knownSel     knownSelectors // plugins' selectors, also while absent (selectors.go)
+	statusWatch  statusWatch    // plugin status changes (status.go)
 }
 
 // RuntimeInfo identifies the runtime behind the server.
@@ -113,6 +115,9 @@ func New(opts ...Option) (*Server, error) {
 	}
 	if o.metrics == nil {
 		o.metrics = noMetrics{}
+	}
+	if err := checkStatusOptions(&o); err != nil {
+		return nil, err
 	}
 	if o.authorizer == nil {
 		o.authorizer = OwnerAuthorizer(uint32(os.Getuid()))

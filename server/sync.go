@@ -70,6 +70,7 @@ func paginate(pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container, limit
 func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container,
 	epoch uint64, reason nriv1beta1.SyncReason) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
 	start := time.Now()
+	pods, ctrs = selectState(p, pods, ctrs)
 	pages, total, err := paginate(pods, ctrs, p.maxMsg)
 	if err != nil {
 		return nil, nil, err
@@ -170,20 +171,32 @@ func (s *Server) beginResync(gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv
 	return out
 }
 
+// catchUpWork is what a synchronizing plugin must still catch up on: the
+// runtime attached again (with what vanished, for plugins without resync),
+// and or the plugin asked for a resync (status.go).
+type catchUpWork struct {
+	gonePods  []*nriv1beta1.PodSandbox
+	goneCtrs  []*nriv1beta1.Container
+	attached  bool
+	requested bool
+}
+
 // takeCatchUp returns what a synchronizing plugin must still catch up on
 // (ok false: nothing, and then done ran under the same lock, so that no
-// attach can slip between the check and done).
-func (s *Server) takeCatchUp(p *plugin, done func()) (gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container, ok bool) {
+// attach or resync request can slip between the check and done).
+func (s *Server) takeCatchUp(p *plugin, done func()) (w catchUpWork, ok bool) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	if !p.catchUp.again {
+	requested := p.status.resync.requested && !s.deferResyncLocked(p)
+	if !p.catchUp.again && !requested {
 		p.catchUp.syncing = false
 		done()
-		return nil, nil, false
+		return catchUpWork{}, false
 	}
-	gonePods, goneCtrs = p.catchUp.gonePods, p.catchUp.goneCtrs
+	w = catchUpWork{gonePods: p.catchUp.gonePods, goneCtrs: p.catchUp.goneCtrs,
+		attached: p.catchUp.again, requested: requested}
 	p.catchUp.again, p.catchUp.gonePods, p.catchUp.goneCtrs = false, nil, nil
-	return gonePods, goneCtrs, true
+	return w, true
 }
 
 // resync brings an already registered plugin up to a new runtime state, and
@@ -191,11 +204,18 @@ func (s *Server) takeCatchUp(p *plugin, done func()) (gonePods []*nriv1beta1.Pod
 // gate.
 func (s *Server) resync(p *plugin) {
 	s.syncMu.Lock()
-	gonePods, goneCtrs := p.catchUp.gonePods, p.catchUp.goneCtrs
+	w := catchUpWork{gonePods: p.catchUp.gonePods, goneCtrs: p.catchUp.goneCtrs, attached: true}
 	p.catchUp.gonePods, p.catchUp.goneCtrs = nil, nil
 	s.syncMu.Unlock()
+	s.catchUp(p, w)
+}
+
+// catchUp runs w and whatever came meanwhile (attaches, resync requests)
+// for a registered plugin whose gate is closed, then opens its gate. A
+// failure ends the plugin's registration.
+func (s *Server) catchUp(p *plugin, w catchUpWork) {
 	for {
-		if err := s.resyncOnce(p, gonePods, goneCtrs); err != nil {
+		if err := s.resyncOnce(p, w); err != nil {
 			s.syncMu.Lock()
 			p.catchUp.syncing = false
 			s.syncMu.Unlock()
@@ -204,7 +224,7 @@ func (s *Server) resync(p *plugin) {
 			return
 		}
 		var again bool
-		gonePods, goneCtrs, again = s.takeCatchUp(p, func() {
+		w, again = s.takeCatchUp(p, func() {
 			p.setState(nriv1beta1.PluginState_PLUGIN_STATE_READY)
 			p.ready.Load().settle(true)
 		})
@@ -216,17 +236,32 @@ func (s *Server) resync(p *plugin) {
 
 // resyncOnce tells a plugin about one new runtime state: a repeated
 // Synchronize with a higher epoch when it declared resync support, else
-// synthesized Stop/Remove events for what vanished.
-func (s *Server) resyncOnce(p *plugin, gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) error {
+// synthesized Stop/Remove events for what vanished; then, when the plugin
+// asked for a resync that this did not serve, a Synchronize with reason
+// SYNC_REASON_PLUGIN_REQUESTED.
+func (s *Server) resyncOnce(p *plugin, w catchUpWork) error {
 	ctx := context.Background()
-	if !p.caps.GetResync() {
-		return s.synthesizeTeardown(ctx, p, gonePods, goneCtrs)
+	if w.attached {
+		if !p.caps.GetResync() {
+			if err := s.synthesizeTeardown(ctx, p, w.gonePods, w.goneCtrs); err != nil {
+				return err
+			}
+		} else if err := s.resyncWith(ctx, p, nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED); err != nil {
+			return err
+		}
 	}
-	// Each plugin counts its own synchronizations: 1 at registration, then
-	// one more per resync.
-	epoch := p.epoch.Load() + 1
+	if w.requested && s.resyncPending(p) {
+		return s.resyncWith(ctx, p, nriv1beta1.SyncReason_SYNC_REASON_PLUGIN_REQUESTED)
+	}
+	return nil
+}
+
+// resyncWith sends p the current state in a Synchronize of the next epoch
+// (the one a pending resync request was promised, status.go).
+func (s *Server) resyncWith(ctx context.Context, p *plugin, reason nriv1beta1.SyncReason) error {
+	epoch := s.nextEpoch(p)
 	pods, ctrs := s.state.snapshot()
-	updates, evictions, err := s.synchronize(ctx, p, pods, ctrs, epoch, nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED)
+	updates, evictions, err := s.synchronize(ctx, p, pods, ctrs, epoch, reason)
 	if err != nil {
 		return err
 	}
@@ -253,6 +288,7 @@ func teardown[Req, Rsp proto.Message](ctx context.Context, p *plugin, ev event[R
 // containers and pods that vanished, with the teardown events it
 // subscribed to. Their errors are ignored, as for any teardown event.
 func (s *Server) synthesizeTeardown(ctx context.Context, p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
+	pods, ctrs = selectState(p, pods, ctrs)
 	podOf := map[string]*nriv1beta1.PodSandbox{}
 	for _, pod := range pods {
 		podOf[pod.GetId()] = pod
@@ -295,7 +331,7 @@ func (s *Server) applyAsync(p *plugin, updates []*nriv1beta1.ContainerUpdate, ev
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.requestTimeout)
 		defer cancel()
-		if _, _, err := s.UpdateContainers(ctx, p.full, updates, evictions); err != nil {
+		if _, _, err := s.updateFor(ctx, p, updates, evictions); err != nil {
 			s.log.Warn("applying synchronization updates", "plugin", p.full, "error", err)
 		}
 	}()

@@ -148,6 +148,9 @@ type Plugin struct {
 	// Capabilities and Timeouts are declared at registration.
 	Capabilities *nriv1beta1.Capabilities
 	Timeouts     *nriv1beta1.Timeouts
+	// Status and StatusReason are the status registered with.
+	Status       nriv1beta1.PluginStatus
+	StatusReason string
 	// Log records the calls; a new one is made when nil.
 	Log *Log
 	// Endpoint is the socket path to serve on; empty picks one in the
@@ -218,6 +221,8 @@ func (p *Plugin) Start(ctx context.Context, serverSocket, pluginDir string) (*nr
 		Endpoint:     "unix://" + sock,
 		Capabilities: p.Capabilities,
 		Timeouts:     p.Timeouts,
+		Status:       p.Status,
+		StatusReason: p.StatusReason,
 	})
 	if err != nil {
 		p.Stop()
@@ -314,6 +319,21 @@ func (p *Plugin) Stop() {
 func (p *Plugin) UpdateContainers(ctx context.Context, req *nriv1beta1.UpdateContainersRequest) (*nriv1beta1.UpdateContainersResponse, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, p.InstanceID())
 	return nriv1beta1.NewRuntimeServiceClient(p.cc).UpdateContainers(ctx, req)
+}
+
+// SetStatus reports the plugin's status (RuntimeService.SetPluginStatus).
+func (p *Plugin) SetStatus(ctx context.Context, st nriv1beta1.PluginStatus, reason string) error {
+	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, p.InstanceID())
+	_, err := nriv1beta1.NewRuntimeServiceClient(p.cc).SetPluginStatus(ctx, &nriv1beta1.SetPluginStatusRequest{Status: st, Reason: reason})
+	return err
+}
+
+// RequestResync asks for the state again (RuntimeService.RequestResync)
+// and returns the epoch that will carry it.
+func (p *Plugin) RequestResync(ctx context.Context, reason string) (uint64, error) {
+	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, p.InstanceID())
+	rsp, err := nriv1beta1.NewRuntimeServiceClient(p.cc).RequestResync(ctx, &nriv1beta1.RequestResyncRequest{Reason: reason})
+	return rsp.GetEpoch(), err
 }
 
 type service struct {
