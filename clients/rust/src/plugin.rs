@@ -243,15 +243,15 @@ impl Shared {
         Ok(req)
     }
 
-    /// SetPluginStatus on the current session, one call at a time.
-    async fn send_status(
-        &self,
-        channel: Channel,
-        instance: &str,
-        status: PluginStatus,
-        reason: String,
-    ) -> Result<(), Error> {
+    /// SetPluginStatus with the status reported last, one call at a time:
+    /// whatever order concurrent reports take, the last call nrid gets
+    /// carries the last status.
+    async fn send_status(&self, channel: Channel, instance: &str) -> Result<(), Error> {
         let _order = self.status_calls.lock().await;
+        let (status, reason) = {
+            let r = self.report();
+            (r.status, r.reason.clone())
+        };
         let req = self.request(SetPluginStatusRequest { status: status as i32, reason: reason.clone() }, instance)?;
         let mut client = RuntimeServiceClient::new(channel);
         match tokio::time::timeout(self.update_timeout, client.set_plugin_status(req)).await {
@@ -391,19 +391,22 @@ impl PluginHandle {
     pub async fn set_status(&self, status: PluginStatus, reason: impl Into<String>) -> Result<(), Error> {
         let reason = reason.into();
         check_reason("reason", &reason).map_err(Error::InvalidArgument)?;
-        let status = normalize(status);
-        {
+        // The change and the look at the session are one step under the
+        // report's lock, which the session also holds while it publishes a
+        // registration: either the registration's catch-up or this call
+        // sends the change, never neither.
+        let (channel, instance) = {
             let mut r = self.shared.report();
-            r.status = status;
-            r.reason.clone_from(&reason);
+            r.status = normalize(status);
+            r.reason = reason;
             r.generation += 1;
-        }
-        let (channel, instance) = match self.shared.session() {
-            Ok(s) => s,
-            Err(Error::NotRegistered) if self.shared.registering.load(Ordering::SeqCst) => return Ok(()),
-            Err(e) => return Err(e),
+            match self.shared.session() {
+                Ok(s) => s,
+                Err(Error::NotRegistered) if self.shared.registering.load(Ordering::SeqCst) => return Ok(()),
+                Err(e) => return Err(e),
+            }
         };
-        self.shared.send_status(channel, &instance, status, reason).await
+        self.shared.send_status(channel, &instance).await
     }
 
     /// Asks nrid for the runtime's state again ("my view changed";
@@ -1028,18 +1031,19 @@ impl<H: Handler> Plugin<H> {
         health.set_service_status("", tonic_health::ServingStatus::Serving).await;
         health.set_serving::<PluginServiceName>().await;
         let instance = reg.instance_id.clone();
-        self.shared.registered.send_replace(Some(reg));
-        self.shared.registering.store(false, Ordering::SeqCst);
         let changed = {
+            // Under the report's lock: see PluginHandle::set_status.
             let r = self.shared.report();
-            (r.generation != generation).then(|| (r.status, r.reason.clone()))
+            self.shared.registered.send_replace(Some(reg));
+            self.shared.registering.store(false, Ordering::SeqCst);
+            r.generation != generation
         };
-        if let Some((status, reason)) = changed {
+        if changed {
             // The status changed while the registration was pending: its
             // request carried an older one.
             let (shared, channel) = (self.shared.clone(), client_channel.clone());
             tokio::spawn(async move {
-                if let Err(e) = shared.send_status(channel, &instance, status, reason).await {
+                if let Err(e) = shared.send_status(channel, &instance).await {
                     debug!(plugin = %shared.full, error = %e, "status not sent");
                 }
             });
