@@ -467,6 +467,8 @@ class Plugin:
         self._status_lock: Optional[asyncio.Lock] = None
         # A RegisterPlugin call is under way and not answered yet.
         self._registering = False
+        # Background tasks (status catch-ups), referenced until done.
+        self._tasks: set[asyncio.Task] = set()
         self._backoff = (first, limit)
         self._update_timeout = update_timeout
 
@@ -860,7 +862,9 @@ class Plugin:
             self._registering = False
             self._notify()
             if self._status_gen != s.status_gen:
-                asyncio.ensure_future(self._catch_up_status(s, reg.instance_id))
+                task = asyncio.ensure_future(self._catch_up_status(s, reg.instance_id))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
             self._log.info(
                 "registered: instance %s, server %s, runtime %s, identity %s, events %s, selectors %d, status %s",
                 reg.instance_id,
