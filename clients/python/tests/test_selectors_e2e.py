@@ -8,6 +8,7 @@ import nri_grpc
 from harness import WAIT, Plugins, Runtime, calls, pod, wait_for
 from nri_grpc import api
 from nri_grpc.gen.nri.v1beta1 import adaptation_service_pb2 as ad
+from nri_grpc.gen.nri.v1beta1 import admin_service_pb2 as adm
 
 
 def sel_tuples(sels):
@@ -106,9 +107,13 @@ def test_status_set_during_the_first_synchronize_reaches_nrid(nrid):
         ps = Plugins(nrid)
         rt = Runtime(nrid)
 
+        seen = []
+
         async def ready(req, ctx):
-            # Before Registered: queued, sent once registered.
+            # Before Registered: sent at once (nrid takes it from Configure
+            # on), and again once registered.
             await ctx.plugin.set_status(api.PLUGIN_STATUS_READY, "cache loaded")
+            seen.extend((i.state, i.status, i.status_reason) for i in await rt.list_plugins())
 
         try:
             await ps.start_registered(
@@ -119,6 +124,8 @@ def test_status_set_during_the_first_synchronize_reaches_nrid(nrid):
                 info = (await rt.list_plugins())[0]
                 return (info.status, info.status_reason) == (api.PLUGIN_STATUS_READY, "cache loaded")
 
+            # In effect while the plugin was still synchronizing.
+            assert seen == [(adm.PLUGIN_STATE_SYNCHRONIZING, api.PLUGIN_STATUS_READY, "cache loaded")]
             deadline = asyncio.get_running_loop().time() + WAIT
             while not await shown():
                 assert asyncio.get_running_loop().time() < deadline, "the status never reached nrid"

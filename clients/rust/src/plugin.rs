@@ -378,8 +378,9 @@ impl PluginHandle {
     ///
     /// While a registration is under way (in [`Handler::configure`] and the
     /// first [`Handler::synchronize`], which come before nrid's Registered)
-    /// it returns at once and the status is sent as soon as the plugin is
-    /// registered.
+    /// it never fails: once Configure named the instance the status is sent
+    /// at once (nrid takes it from Configure on), and in any case again as
+    /// soon as the plugin is registered.
     ///
     /// Errors: [`Error::InvalidArgument`] for a reason too long (nothing
     /// changes); [`Error::NotRegistered`] while the plugin is not registered
@@ -395,18 +396,35 @@ impl PluginHandle {
         // report's lock, which the session also holds while it publishes a
         // registration: either the registration's catch-up or this call
         // sends the change, never neither.
-        let (channel, instance) = {
+        // (registered, the session to send on)
+        let (registered, session) = {
             let mut r = self.shared.report();
             r.status = normalize(status);
             r.reason = reason;
             r.generation += 1;
             match self.shared.session() {
-                Ok(s) => s,
-                Err(Error::NotRegistered) if self.shared.registering.load(Ordering::SeqCst) => return Ok(()),
+                Ok(s) => (true, Some(s)),
+                Err(Error::NotRegistered) if self.shared.registering.load(Ordering::SeqCst) => {
+                    let st = self.shared.lock();
+                    match (st.pending, &st.channel, &st.instance) {
+                        (true, Some(c), Some(i)) => (false, Some((c.clone(), i.clone()))),
+                        _ => (false, None),
+                    }
+                }
                 Err(e) => return Err(e),
             }
         };
-        self.shared.send_status(channel, &instance).await
+        let Some((channel, instance)) = session else { return Ok(()) };
+        let res = self.shared.send_status(channel, &instance).await;
+        if registered {
+            return res;
+        }
+        // Registering: sent once registered in any case; at once too when
+        // Configure named the instance (nrid takes it from Configure on).
+        if let Err(e) = res {
+            debug!(plugin = %self.shared.full, error = %e, "status not sent yet");
+        }
+        Ok(())
     }
 
     /// Asks nrid for the runtime's state again ("my view changed";

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use nri_grpc::testing::{Nrid, WAIT, pod};
+use nri_grpc::v1beta1::admin_service_client::AdminServiceClient;
 use nri_grpc::v1beta1::*;
 use nri_grpc::{Context, Error, Event, EventMask, Exit, Handler, HandlerResult, Plugin, PluginHandle};
 use tokio::sync::watch;
@@ -14,6 +15,9 @@ use tokio::task::JoinHandle;
 struct Seen {
     pods: Vec<String>,
     syncs: Vec<(u64, SyncReason, Vec<String>)>,
+    /// (state, status, reason) of the plugins nrid listed right after the
+    /// status was set in the first Synchronize.
+    in_sync: Vec<(PluginState, PluginStatus, String)>,
 }
 
 struct Rec {
@@ -21,6 +25,8 @@ struct Rec {
     /// Reported with set_status from the first Synchronize, before nrid's
     /// Registered.
     ready_in_sync: Option<&'static str>,
+    /// Lists nrid's plugins after that.
+    admin: Option<AdminServiceClient<tonic::transport::Channel>>,
 }
 
 impl Handler for Rec {
@@ -32,7 +38,14 @@ impl Handler for Rec {
         let pods = req.pods.iter().map(|p| p.id.clone()).collect();
         self.seen.send_modify(|s| s.syncs.push((req.epoch, req.reason(), pods)));
         if let (Some(reason), 1) = (self.ready_in_sync, req.epoch) {
-            ctx.plugin().set_status(PluginStatus::Ready, reason).await.expect("queued while registering");
+            // Before Registered: sent at once (nrid takes it from Configure
+            // on), and again once registered.
+            ctx.plugin().set_status(PluginStatus::Ready, reason).await.expect("never fails while registering");
+            if let Some(mut admin) = self.admin.clone() {
+                let infos = admin.list_plugins(ListPluginsRequest {}).await.expect("ListPlugins").into_inner().plugins;
+                let got = infos.into_iter().map(|i| (i.state(), i.status(), i.status_reason)).collect();
+                self.seen.send_modify(|s| s.in_sync = got);
+            }
         }
         Ok(SynchronizeResponse::default())
     }
@@ -46,7 +59,7 @@ impl Handler for Rec {
 
 fn rec() -> (Rec, Arc<watch::Sender<Seen>>) {
     let seen = Arc::new(watch::channel(Seen::default()).0);
-    (Rec { seen: seen.clone(), ready_in_sync: None }, seen)
+    (Rec { seen: seen.clone(), ready_in_sync: None, admin: None }, seen)
 }
 
 type Run = JoinHandle<Result<Exit, Error>>;
@@ -159,10 +172,13 @@ async fn status_is_shown_and_kept_across_an_nrid_restart() {
 async fn a_status_set_during_the_first_synchronize_reaches_nrid() {
     let mut nrid = Nrid::start().await;
     nrid.attach(vec![], vec![]).await;
-    let (mut r, _) = rec();
+    let (mut r, seen) = rec();
     r.ready_in_sync = Some("cache loaded");
+    r.admin = Some(nrid.admin());
     let p = nrid.plugin_builder(r, "10", "warm").status(PluginStatus::NotReady, "").build().unwrap();
     let (h, run, _) = start(p).await;
+    // In effect while the plugin was still synchronizing.
+    assert_eq!(seen.borrow().in_sync, [(PluginState::Synchronizing, PluginStatus::Ready, "cache loaded".to_owned())]);
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let i = info(&nrid, "10-warm").await;

@@ -555,8 +555,10 @@ export class Plugin {
    * the plugin's events is nrid's policy (wait, fail or skip).
    *
    * While a registration is under way (in configure and the first
-   * synchronize, which come before nrid's Registered) it resolves at once
-   * and the status is sent as soon as the plugin is registered.
+   * synchronize, which come before nrid's Registered) it never rejects: once
+   * Configure named the instance the status is sent at once (nrid takes it
+   * from Configure on), and in any case again as soon as the plugin is
+   * registered.
    *
    * Throws an Error for an invalid status or reason; rejects with
    * NotRegisteredError while the plugin is not registered nor registering
@@ -570,7 +572,16 @@ export class Plugin {
     const s = this.current;
     const inst = this.instance;
     if (!s || !inst) {
-      if (this.pending) return; // sent once registered
+      const p = this.pending;
+      if (p) {
+        // Sent once registered; at once too when Configure named the instance.
+        if (p.instance) {
+          await this.sendStatus(p, p.instance, st, timeoutMs).catch((e) =>
+            this.log.debug(`status ${PluginStatus[st.status]} not sent yet: ${String(e)}`),
+          );
+        }
+        return;
+      }
       throw new NotRegisteredError(`plugin ${this.fullName} is not registered; status ${PluginStatus[st.status]} is sent with the next registration`);
     }
     await this.sendStatus(s, inst, st, timeoutMs);

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { type EventSelectorInit, PluginStatus, RegistrationRefusedError, SyncReason } from "@nri-grpc/plugin";
+import { PluginState } from "@nri-grpc/plugin/gen/admin_service_pb";
 import { Plugins, Runtime, WAIT_MS, pod, waitFor, withNrid } from "./harness.js";
 
 type Sel = { namespaces: string[]; podLabels: string; containerNames: string[]; runtimeHandlers: string[] };
@@ -96,13 +97,22 @@ test("a status set during the first synchronize reaches nrid", () =>
   withNrid("", async (nrid) => {
     const ps = new Plugins(nrid);
     const rt = new Runtime(nrid);
+    const seen: unknown[] = [];
     try {
       await ps.startRegistered("10", "warm", {
         events: ["RunPodSandbox"],
-        // Before Registered: queued, sent once registered.
-        behave: { Synchronize: (_req, ctx) => ctx.plugin.setStatus(PluginStatus.READY, "cache loaded") },
+        // Before Registered: sent at once (nrid takes it from Configure on),
+        // and again once registered.
+        behave: {
+          Synchronize: async (_req, ctx) => {
+            await ctx.plugin.setStatus(PluginStatus.READY, "cache loaded");
+            for (const i of await rt.listPlugins()) seen.push([i.state, i.status, i.statusReason]);
+          },
+        },
         options: { status: PluginStatus.NOT_READY },
       });
+      // In effect while the plugin was still synchronizing.
+      assert.deepEqual(seen, [[PluginState.SYNCHRONIZING, PluginStatus.READY, "cache loaded"]]);
       await waitFor(async () => {
         const i = (await rt.listPlugins())[0];
         return i.status === PluginStatus.READY && i.statusReason === "cache loaded";

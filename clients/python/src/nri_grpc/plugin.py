@@ -522,8 +522,10 @@ class Plugin:
         means for the plugin's events is nrid's policy (wait, fail or skip).
 
         While a registration is under way (in ``configure`` and the first
-        ``synchronize``, which come before nrid's Registered) it returns at
-        once and the status is sent as soon as the plugin is registered.
+        ``synchronize``, which come before nrid's Registered) it never
+        fails: once Configure named the instance the status is sent at once
+        (nrid takes it from Configure on), and in any case again as soon as
+        the plugin is registered.
 
         Raises ValueError for an invalid status or reason; NotRegistered
         while the plugin is not registered nor registering (the status is
@@ -537,7 +539,15 @@ class Plugin:
         s, inst = self._current, self._instance
         if s is None or not inst:
             if self._registering:
-                return  # sent once registered (_catch_up_status)
+                # Sent once registered (_catch_up_status); at once too when
+                # Configure named the instance.
+                pending = self._pending
+                if pending is not None and pending.instance:
+                    try:
+                        await self._send_status(pending, pending.instance, status, reason, timeout)
+                    except grpc.aio.AioRpcError as e:
+                        self._log.debug("status %s not sent yet: %s", status_name(status), e.details())
+                return
             raise NotRegistered(
                 f"plugin {self.full_name} is not registered; status {status_name(status)} is sent with the next registration"
             )
