@@ -148,6 +148,8 @@ type Plugin struct {
 	// Capabilities and Timeouts are declared at registration.
 	Capabilities *nriv1beta1.Capabilities
 	Timeouts     *nriv1beta1.Timeouts
+	// Selectors are declared at registration (RegisterPluginRequest.selectors).
+	Selectors []*nriv1beta1.EventSelector
 	// Log records the calls; a new one is made when nil.
 	Log *Log
 	// Endpoint is the socket path to serve on; empty picks one in the
@@ -218,6 +220,7 @@ func (p *Plugin) Start(ctx context.Context, serverSocket, pluginDir string) (*nr
 		Endpoint:     "unix://" + sock,
 		Capabilities: p.Capabilities,
 		Timeouts:     p.Timeouts,
+		Selectors:    p.Selectors,
 	})
 	if err != nil {
 		p.Stop()
