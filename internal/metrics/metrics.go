@@ -17,6 +17,7 @@
 //	nri_plugin_sync_bytes{plugin}                       histogram, encoded bytes per synchronization
 //	nri_plugin_sync_duration_seconds{plugin}            histogram
 //	nri_plugin_cut_wait_seconds{plugin}                 histogram, time an event waited for a synchronizing plugin
+//	nri_plugin_filtered_events_total{plugin,event}      counter, events not delivered because of the plugin's selectors
 //
 // plus the Go runtime (go_*) and process (process_*) collectors and the
 // handler's own promhttp_* counters.
@@ -118,6 +119,7 @@ type Metrics struct {
 	syncBytes    *prometheus.HistogramVec
 	syncDuration *prometheus.HistogramVec
 	cutWait      *prometheus.HistogramVec
+	filtered     *prometheus.CounterVec // filtered.go
 
 	// eventNames and outcomeNames are the label values by enum number.
 	eventNames   []string
@@ -219,6 +221,7 @@ func New(opts ...Option) *Metrics {
 			Buckets: latencyBuckets(),
 		}, []string{"plugin"}),
 	}
+	m.initFiltered()
 	empty := map[string]*pluginSeries{}
 	m.series.Store(&empty)
 	m.reg.MustRegister(m.callDuration, m.calls, m.failedOpen, m.plugins, m.deprecations,
