@@ -25,7 +25,12 @@
 //   - it collects the pages of a split Synchronize and calls the handler
 //     once with the full state;
 //   - it turns handler errors into gRPC statuses: a veto on creating events,
-//     a rejection in validators (see the handler interfaces).
+//     a rejection in validators (see the handler interfaces);
+//   - it keeps the plugin's status (WithStatus, Plugin.SetStatus: READY,
+//     NOT_READY, DEGRADED with a reason) across registrations, registering
+//     again with the status last reported; Plugin.RequestResync asks for a
+//     new Synchronize, which reaches the handler with reason
+//     SYNC_REASON_PLUGIN_REQUESTED and the epoch RequestResync returned.
 //
 // A minimal plugin:
 //

@@ -392,7 +392,8 @@ func (s *Server) notReady(ctx context.Context, p *plugin, ev *eventInfo, fl *fli
 	if cur.status != nriv1beta1.PluginStatus_PLUGIN_STATUS_NOT_READY {
 		return p, nil
 	}
-	deadline := time.Now().Add(a.timeout)
+	start := time.Now()
+	deadline := start.Add(a.timeout)
 	ok, waited, why := p.awaitStatus(ctx, cur, deadline)
 	if ok {
 		if waited {
@@ -404,11 +405,7 @@ func (s *Server) notReady(ctx context.Context, p *plugin, ev *eventInfo, fl *fli
 		return nil, status.FromContextError(err).Err()
 	}
 	fl.notReady = append(fl.notReady, p.full)
-	took := time.Duration(0)
-	if waited {
-		took = a.timeout
-	}
-	return nil, s.notCalled(p, ev, recordCall(fl.rec, p, took), why)
+	return nil, s.notCalled(p, ev, recordCall(fl.rec, p, time.Since(start)), why)
 }
 
 // notCalled records that p was not called for ev because it was NOT_READY

@@ -67,13 +67,28 @@ func notReadyPlugin(h *harness, idx, name string, set func(*testplugin.Plugin)) 
 // it as soon as it reports READY: woken by the change, long before its
 // 10-minute timeout.
 func TestNotReadyWaitReleasedByReady(t *testing.T) {
-	h := newHarness(t, server.WithMaxTimeout(time.Hour), policyOf("10-warm", nriv1beta1.NotReadyPolicy_NOT_READY_POLICY_WAIT))
+	// The first plugin's call is measured as the event leaves it: from
+	// there to the NOT_READY plugin's readiness stage the event does no I/O,
+	// so the status report (a gRPC call) comes while the event waits.
+	firstDone := make(chan struct{})
+	var once sync.Once
+	m := &statusMetrics{onCall: func(plugin string) {
+		if plugin == "05-first" {
+			once.Do(func() { close(firstDone) })
+		}
+	}}
+	h := newHarness(t, server.WithMaxTimeout(time.Hour), policyOf("10-warm", nriv1beta1.NotReadyPolicy_NOT_READY_POLICY_WAIT),
+		server.WithMetrics(m))
 	h.plugin("05", "first", only(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX))
-	var released, early atomic.Bool
+	// The server's view of the plugin when its call arrives: never
+	// NOT_READY.
+	var early atomic.Bool
 	warm := notReadyPlugin(h, "10", "warm", func(p *testplugin.Plugin) {
 		p.Handle = func(_ context.Context, method string, _ proto.Message) error {
-			if method == "RunPodSandbox" && !released.Load() {
-				early.Store(true)
+			for _, pi := range h.srv.Plugins() {
+				if method == "RunPodSandbox" && pi.GetPlugin().GetName() == "warm" && pi.GetStatus() == notReady {
+					early.Store(true)
+				}
 			}
 			return nil
 		}
@@ -84,13 +99,14 @@ func TestNotReadyWaitReleasedByReady(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- h.srv.RunPodSandbox(h.ctx(), &nriv1beta1.RunPodSandboxRequest{Pod: fixture.Pod(1)}) }()
-	if err := h.log.WaitFor(h.ctx(), "05-first:RunPodSandbox", 1); err != nil {
-		t.Fatal(err)
+	select {
+	case <-firstDone:
+	case <-time.After(wait()):
+		t.Fatal("the first plugin was not called")
 	}
 	if got := h.log.Of("10-warm", "RunPodSandbox"); len(got) != 0 {
 		t.Fatalf("the NOT_READY plugin was called: %v", got)
 	}
-	released.Store(true)
 	if err := warm.SetStatus(h.ctx(), ready, "warm"); err != nil {
 		t.Fatal(err)
 	}
@@ -605,6 +621,7 @@ func TestStatusChangedAndMetrics(t *testing.T) {
 type statusMetrics struct {
 	mu     sync.Mutex
 	status []string
+	onCall func(plugin string) // called for every PluginCall, if set
 }
 
 func (m *statusMetrics) PluginStatus(plugin string, st nriv1beta1.PluginStatus) {
@@ -617,7 +634,10 @@ func (m *statusMetrics) RequestedResync(string)                {}
 func (m *statusMetrics) Plugins(int)                           {}
 func (m *statusMetrics) Synchronized(string, int, int, time.Duration) {
 }
-func (m *statusMetrics) PluginCall(string, nriv1beta1.Event, nriv1beta1.CallOutcome, time.Duration) {
+func (m *statusMetrics) PluginCall(plugin string, _ nriv1beta1.Event, _ nriv1beta1.CallOutcome, _ time.Duration) {
+	if m.onCall != nil {
+		m.onCall(plugin)
+	}
 }
 func (m *statusMetrics) CutWait(string, time.Duration)                               {}
 func (m *statusMetrics) FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome) {}
@@ -627,4 +647,52 @@ func (m *statusMetrics) got() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.status...)
+}
+
+// TestRequestedResyncCutWaitsForEarlierEvents: an event that began before
+// a RequestResync reaches the plugin before the requested Synchronize (the
+// cut waits for it and the event does not wait for the cut), and its
+// change is in that Synchronize's state: nothing lost, nothing twice. Were
+// the event held at the plugin's closed gate, it would wait for the
+// plugin's 10-minute timeout while the cut waits for it.
+func TestRequestedResyncCutWaitsForEarlierEvents(t *testing.T) {
+	h := newHarness(t, server.WithMinResyncInterval(0), server.WithMaxTimeout(time.Hour))
+	release := make(chan struct{})
+	h.plugin("05", "slow", func(p *testplugin.Plugin) {
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
+		p.Handle = func(ctx context.Context, method string, _ proto.Message) error {
+			if method == "RunPodSandbox" {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		}
+	})
+	g := newSyncGate()
+	p := h.plugin("10", "asker", func(p *testplugin.Plugin) {
+		p.Events = nri.EventMask(nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
+		p.Capabilities = &nriv1beta1.Capabilities{Resync: true}
+		p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(10 * time.Minute)}
+		p.OnSynchronize = g.handle
+	})
+	done := make(chan error, 1)
+	go func() { done <- h.srv.RunPodSandbox(h.ctx(), &nriv1beta1.RunPodSandboxRequest{Pod: fixture.Pod(1)}) }()
+	if err := h.log.WaitFor(h.ctx(), "05-slow:RunPodSandbox", 1); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := p.RequestResync(h.ctx(), ""); err != nil || e != 2 {
+		t.Fatalf("epoch %d, %v", e, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	g.awaitEpoch(t, 2)
+	eq(t, "the asker's calls", callMethods(h.log.Of("10-asker", "Synchronize", "RunPodSandbox")),
+		[]string{"Synchronize", "RunPodSandbox", "Synchronize"})
+	if pods := g.requests()[1].GetPods(); len(pods) != 1 || pods[0].GetId() != fixture.Pod(1).GetId() {
+		t.Fatalf("the requested Synchronize's state: %v", pods)
+	}
 }

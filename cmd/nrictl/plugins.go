@@ -35,9 +35,9 @@ func runPlugins(ctx context.Context, g *globals, args []string) error {
 		return nil
 	}
 	tw := newTable(g.stdout)
-	head := "PLUGIN\tKIND\tSTATE\tEVENTS\tPOLICY\tCALLS\tVETOES\tTIMEOUTS\tUNAVAIL\tREFUSED\tERRORS\tFILTERED\tSELECTORS\tLAST ERROR"
+	head := "PLUGIN\tKIND\tSTATE\tEVENTS\tPOLICY\tCALLS\tVETOES\tTIMEOUTS\tUNAVAIL\tREFUSED\tERRORS\tFILTERED\tSELECTORS\tLAST ERROR" + statusHead
 	if *wide {
-		head += "\tINSTANCE\tIDENTITY\tENDPOINT\tNRI VERSION\tPLUGIN VERSION\tREGISTERED"
+		head += "\tINSTANCE\tIDENTITY\tENDPOINT\tNRI VERSION\tPLUGIN VERSION\tREGISTERED" + statusWideHead
 	}
 	fmt.Fprintln(tw, head)
 	for _, p := range rsp.GetPlugins() {
@@ -46,10 +46,11 @@ func runPlugins(ctx context.Context, g *globals, args []string) error {
 			kebab(p.GetKind().String(), "PLUGIN_KIND_"), kebab(p.GetState().String(), "PLUGIN_STATE_"),
 			events(p.GetEvents()), policy(p.GetFailurePolicy()),
 			cn.GetCalls(), cn.GetVetoes(), cn.GetTimeouts(), cn.GetUnavailable(), cn.GetRefused(), cn.GetErrors(),
-			cn.GetFiltered(), selectors(p.GetSelectors(), *wide), orDash(oneLine(p.GetLastError(), 60)))
+			cn.GetFiltered(), selectors(p.GetSelectors(), *wide), orDash(oneLine(p.GetLastError(), 60))) + statusCell(p)
 		if *wide {
 			line += fmt.Sprintf("\t%s\t%s\t%s\t%s\t%s\t%s", p.GetInstanceId(), orDash(p.GetIdentity()), orDash(p.GetEndpoint()),
-				orDash(p.GetNriVersion()), orDash(p.GetPluginVersion()), p.GetRegisteredAt().AsTime().Local().Format(time.DateTime))
+				orDash(p.GetNriVersion()), orDash(p.GetPluginVersion()), p.GetRegisteredAt().AsTime().Local().Format(time.DateTime)) +
+				statusWideCells(p)
 		}
 		fmt.Fprintln(tw, line)
 	}

@@ -115,6 +115,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 		server.WithValidator(cfg.ValidatorConfig(d.policy)),
 		server.WithAuthorizer(d.policy),
 		server.WithPluginPolicy(d.policy.PluginPolicy),
+		server.WithNotReadyPolicy(notReady(s.NotReady)),
+		server.WithMinResyncInterval(s.MinResyncInterval.D()),
 		server.WithDialOptions(d.tracer.DialOptions()...),
 	}
 	if d.mx != nil {

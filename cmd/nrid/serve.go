@@ -261,6 +261,7 @@ func (s *serving) logServing() {
 // runtime for health and runs the bridge's runtime side.
 func (s *serving) openGate(ctx, watchCtx, bridgeCtx context.Context) {
 	d := s.d
+	go d.watchPluginHealth(watchCtx) // per-plugin health services (status.go)
 	if s.gated {
 		d.awaitRestart(ctx, s.gate, s.grace)
 	}

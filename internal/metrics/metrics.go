@@ -18,6 +18,9 @@
 //	nri_plugin_sync_duration_seconds{plugin}            histogram
 //	nri_plugin_cut_wait_seconds{plugin}                 histogram, time an event waited for a synchronizing plugin
 //	nri_plugin_filtered_events_total{plugin,event}      counter, events not delivered because of the plugin's selectors
+//	nri_plugin_status{plugin,status}                    gauge, the status a plugin reports (status.go)
+//	nri_plugin_not_ready_skips_total{plugin,event}      counter
+//	nri_plugin_requested_resyncs_total{plugin}          counter
 //
 // plus the Go runtime (go_*) and process (process_*) collectors and the
 // handler's own promhttp_* counters.
@@ -120,6 +123,7 @@ type Metrics struct {
 	syncDuration *prometheus.HistogramVec
 	cutWait      *prometheus.HistogramVec
 	filtered     *prometheus.CounterVec // filtered.go
+	st           statusMetrics          // plugin status (status.go)
 
 	// eventNames and outcomeNames are the label values by enum number.
 	eventNames   []string
@@ -226,6 +230,7 @@ func New(opts ...Option) *Metrics {
 	m.series.Store(&empty)
 	m.reg.MustRegister(m.callDuration, m.calls, m.failedOpen, m.plugins, m.deprecations,
 		m.syncObjects, m.syncBytes, m.syncDuration, m.cutWait)
+	m.st = newStatusMetrics(m.reg)
 	if o.runtimeCollectors {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

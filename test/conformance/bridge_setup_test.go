@@ -29,6 +29,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // The classic (ttrpc) paths. Both have upstream pkg/adaptation (classic NRI)
@@ -159,6 +160,7 @@ type classicEnv struct {
 	bridged  bool
 	a        *classic.Adaptation
 	plugSock string // where the stub plugins connect
+	grpcDir  string // where gRPC plugins listen (TestGRPCBridged)
 	srv      *server.Server
 	rs       *bridge.RuntimeSide
 	px       *cutProxy
@@ -283,7 +285,14 @@ func newClassicEnv(t *testing.T, o conformance.Options, bridged bool) (*classicE
 	// nri-grpc: the server, the runtime side attached to the classic runtime
 	// (through a proxy that SetState cuts: a runtime restart), the plugin
 	// side on its own socket.
+	e.grpcDir = filepath.Join(dir, "p")
+	if err := os.Mkdir(e.grpcDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	sopts := []server.Option{
+		// gRPC plugins, for TestGRPCBridged (status_setup_test.go).
+		server.WithPluginSocketDir(e.grpcDir),
+		server.WithDialer(transport.NewDialer()),
 		server.WithLogger(logger),
 		server.WithRuntime(o.RuntimeName, o.RuntimeVersion),
 		server.WithNodeName("conformance-node"),

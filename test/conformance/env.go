@@ -139,6 +139,10 @@ type PluginSpec struct {
 	// Capabilities and Timeouts are declared at registration.
 	Capabilities *nriv1beta1.Capabilities
 	Timeouts     *nriv1beta1.Timeouts
+	// Status and StatusReason are the status registered with (gRPC
+	// plugins; s9_status.go).
+	Status       nriv1beta1.PluginStatus
+	StatusReason string
 
 	OnCreateContainer func(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error)
 	OnUpdateContainer func(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error)

@@ -159,6 +159,8 @@ func (b *base) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (confo
 		FailurePolicy:     spec.FailurePolicy,
 		Capabilities:      spec.Capabilities,
 		Timeouts:          spec.Timeouts,
+		Status:            spec.Status,
+		StatusReason:      spec.StatusReason,
 		Log:               testplugin.NewLog(),
 		OnCreateContainer: spec.OnCreateContainer,
 		OnUpdateContainer: spec.OnUpdateContainer,

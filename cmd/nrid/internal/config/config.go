@@ -110,6 +110,13 @@ type Server struct {
 	// register again, before it attaches to the runtime (the bridge) and
 	// reports SERVING. 0 disables the gate.
 	RestartGrace Duration `toml:"restart_grace"`
+	// NotReady is what a plugin's NOT_READY status means for its events
+	// when its [[plugin]] entry does not say: "wait", "fail", "skip", or ""
+	// (wait for required and validating plugins, skip the others).
+	NotReady string `toml:"not_ready"`
+	// MinResyncInterval is the least time between two resynchronizations
+	// one plugin asks for (RequestResync); "0s": none.
+	MinResyncInterval Duration `toml:"min_resync_interval"`
 }
 
 // Runtime configures the runtime side.
@@ -200,6 +207,7 @@ func Default() *Config {
 			RegisterRate:        DefaultRegisterRate,
 			RegisterBurst:       DefaultRegisterBurst,
 			RestartGrace:        Duration(DefaultRestartGrace),
+			MinResyncInterval:   Duration(server.DefaultMinResyncInterval),
 		},
 		TCP:           TCP{ClientAuth: "require"},
 		Log:           Log{Level: "info", Format: "text"},
@@ -348,7 +356,7 @@ func decodeError(data []byte, source string, err error) error {
 var textKeys = []string{
 	"server.socket_mode", "server.socket_dir_mode", "server.plugin_socket_dir_mode",
 	"server.registration_timeout", "server.request_timeout", "server.max_timeout",
-	"server.shutdown_grace", "server.stop_timeout", "server.restart_grace",
+	"server.shutdown_grace", "server.stop_timeout", "server.restart_grace", "server.min_resync_interval",
 }
 
 func lastPart(key string) string {
@@ -417,6 +425,12 @@ func (c *Config) checkServer(fail failFunc) error {
 	}
 	if s.RestartGrace < 0 {
 		return fail("server.restart_grace", "must not be negative (0 disables the restart gate)")
+	}
+	if _, err := policy.ParseNotReady(s.NotReady); err != nil {
+		return fail("server.not_ready", "%v", err)
+	}
+	if s.MinResyncInterval < 0 {
+		return fail("server.min_resync_interval", "must not be negative (0 disables the interval)")
 	}
 	if s.StateDir != "" && !filepath.IsAbs(s.StateDir) {
 		return fail("server.state_dir", "%q is not an absolute path", s.StateDir)

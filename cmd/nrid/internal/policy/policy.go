@@ -83,6 +83,7 @@ type Policy struct {
 type pluginSettings struct {
 	required, keepConnected *bool
 	maxTimeout              time.Duration
+	notReady                nriv1beta1.NotReadyPolicy
 }
 
 var _ server.Authorizer = (*Policy)(nil)
@@ -136,6 +137,11 @@ func New(rules []Rule, o Options) (*Policy, error) {
 			}
 			s.maxTimeout = d
 		}
+		nr, err := ParseNotReady(pr.NotReady)
+		if err != nil {
+			return nil, &RuleError{Key: key("not_ready"), Err: err}
+		}
+		s.notReady = nr
 		p.plugins[pr.Name] = s
 		if pr.Required != nil && *pr.Required {
 			p.required = append(p.required, pr.Name)
@@ -463,6 +469,7 @@ func (p *Policy) PluginPolicy(identity, full string) *server.PluginPolicy {
 		out.Required = s.required
 		out.KeepConnected = s.keepConnected
 		out.MaxTimeout = s.maxTimeout
+		out.NotReady = s.notReady
 	}
 	if out.Required == nil && g.grant&GrantMayFail == 0 {
 		no := false
@@ -475,6 +482,22 @@ func (p *Policy) PluginPolicy(identity, full string) *server.PluginPolicy {
 		return nil
 	}
 	return out
+}
+
+// ParseNotReady parses a not_ready setting: "wait", "fail", "skip", or ""
+// (UNSPECIFIED: the default applies).
+func ParseNotReady(v string) (nriv1beta1.NotReadyPolicy, error) {
+	switch v {
+	case "":
+		return nriv1beta1.NotReadyPolicy_NOT_READY_POLICY_UNSPECIFIED, nil
+	case "wait":
+		return nriv1beta1.NotReadyPolicy_NOT_READY_POLICY_WAIT, nil
+	case "fail":
+		return nriv1beta1.NotReadyPolicy_NOT_READY_POLICY_FAIL, nil
+	case "skip":
+		return nriv1beta1.NotReadyPolicy_NOT_READY_POLICY_SKIP, nil
+	}
+	return 0, fmt.Errorf("%q is not one of \"wait\", \"fail\", \"skip\"", v)
 }
 
 // Service names whose access the policy decides.

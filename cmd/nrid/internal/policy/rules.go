@@ -101,6 +101,11 @@ type PluginRule struct {
 	KeepConnected *bool `toml:"keep_connected"`
 	// MaxTimeout caps the plugin's timeouts ("2s"); empty: no cap.
 	MaxTimeout string `toml:"max_timeout"`
+	// NotReady is what the plugin's NOT_READY status means for its events:
+	// "wait" (within its time for the event, then its failure policy),
+	// "fail" (unavailable at once, its failure policy) or "skip" (not
+	// called, the event goes on). Empty: server.not_ready.
+	NotReady string `toml:"not_ready"`
 }
 
 // Grant is a set of permissions.
