@@ -9,8 +9,11 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/selector"
 )
 
 // Defaults and environment variables.
@@ -76,6 +79,7 @@ type options struct {
 	status         nriv1beta1.PluginStatus // WithStatus (status.go)
 	statusReason   string
 	statusSet      bool
+	selectors      []*nriv1beta1.EventSelector
 }
 
 // WithName sets the plugin name (characters from [a-zA-Z0-9_.+-]).
@@ -197,6 +201,27 @@ func WithPluginVersion(v string) Option {
 	return func(o *options) { o.pluginVersion = v }
 }
 
+// WithSelectors declares event selectors (docs/PROTOCOL.md, "Event
+// selectors"): the plugin then receives the events, and the Synchronize
+// state, of the pods and containers at least one selector matches, and
+// nothing of the others; a required plugin is required only for what it
+// selects. Pod events are matched on the pod (namespaces, pod_labels, a
+// Kubernetes label selector, runtime_handlers), container events also on
+// the container's name (container_names, globs with '*' and '?'). They are
+// sent at every registration and re-registration; New checks them with
+// the server's rules (package selector), and Registered().GetSelectors()
+// (or Selectors) returns what the server put in effect. Without this option,
+// or with no selector, the plugin receives everything. A later
+// WithSelectors replaces an earlier one.
+func WithSelectors(sels ...*nriv1beta1.EventSelector) Option {
+	return func(o *options) {
+		o.selectors = make([]*nriv1beta1.EventSelector, len(sels))
+		for i, s := range sels {
+			o.selectors[i] = proto.CloneOf(s)
+		}
+	}
+}
+
 // WithBackoff sets the bounds of the re-registration backoff: the delay
 // starts at first and doubles up to limit, each delay drawn at random from
 // its upper half (default 100ms to 10s). It applies while the server serves
@@ -212,6 +237,9 @@ func WithBackoff(first, limit time.Duration) Option {
 // name the option.
 func (o *options) check() error {
 	var errs []error
+	if _, err := selector.Compile(o.selectors); err != nil {
+		errs = append(errs, fmt.Errorf("WithSelectors: %w", err))
+	}
 	if o.tls && o.tlsDial == nil && o.tlsServe == nil {
 		errs = append(errs, errors.New("WithTLS: both configurations are nil"))
 	}

@@ -287,6 +287,14 @@ func (p *Plugin) Registered() *nriv1beta1.Registered {
 	return p.registered
 }
 
+// Selectors returns the event selectors in effect for the current
+// registration (Registered.selectors: those of WithSelectors, as the server
+// validated them), or nil while the plugin is not registered or when it
+// receives every pod and container.
+func (p *Plugin) Selectors() []*nriv1beta1.EventSelector {
+	return p.Registered().GetSelectors()
+}
+
 // RegistrationChanged returns a channel that is closed at the next change
 // of Registered: a registration or its end.
 func (p *Plugin) RegistrationChanged() <-chan struct{} {
@@ -359,6 +367,7 @@ func (p *Plugin) registerRequest() *nriv1beta1.RegisterPluginRequest {
 		Capabilities:  p.caps,
 		Timeouts:      p.timeouts,
 		PluginVersion: p.opts.pluginVersion,
+		Selectors:     p.opts.selectors,
 	}
 }
 

@@ -94,13 +94,13 @@ func dryRun[Req, Rsp proto.Message](ctx context.Context, s *Server, ev event[Req
 
 func (d *delivery[Req, Rsp]) run(ctx context.Context) ([]*nriv1beta1.PluginError, error) {
 	if d.ev.creating && d.dry == nil {
-		if err := d.s.checkRequired(d.ev.eventInfo, d.fl.order); err != nil {
+		if err := d.s.checkRequired(d.ev.eventInfo, d.fl); err != nil {
 			return nil, err
 		}
 	}
 	d.raw, d.last = d.fl.raw, -1
 	if d.merge != nil {
-		d.last = lastRemote(d.fl.order, d.ev.mask())
+		d.last = lastRemote(d.fl, d.ev.mask())
 	}
 	d.share = newBudgetShare(d.fl, d.ev.mask())
 	for i, sl := range d.fl.order {
@@ -114,9 +114,10 @@ func (d *delivery[Req, Rsp]) run(ctx context.Context) ([]*nriv1beta1.PluginError
 // deliver runs the stages for the slot at position i of the dispatch
 // order. An error fails the event.
 func (d *delivery[Req, Rsp]) deliver(ctx context.Context, i int, sl *slot) error {
-	inst := sl.instanceFor(d.ev.mask(), d.fl.gen)
+	inst := sl.instanceFor(d.ev.mask(), d.fl)
 	if inst == nil {
-		return nil // not subscribed
+		d.s.countFiltered(sl, d.ev.eventInfo, d.fl)
+		return nil // not subscribed, or its selectors exclude the event
 	}
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
@@ -180,7 +181,7 @@ func (d *delivery[Req, Rsp]) allot(i int, inst *plugin) (a allotment, ok bool, e
 // time (skipped; err fails the event when it is required).
 func (d *delivery[Req, Rsp]) await(ctx context.Context, sl *slot, inst *plugin, a *allotment) (*plugin, error) {
 	deadline := time.Now().Add(a.timeout)
-	p, ready, waited := sl.target(ctx, d.ev.mask(), d.fl.gen, deadline)
+	p, ready, waited := sl.target(ctx, d.ev.mask(), d.fl, deadline)
 	if p != nil {
 		if waited {
 			a.timeout, a.cut = time.Until(deadline), true
@@ -345,11 +346,12 @@ func (d *delivery[Req, Rsp]) failOpen(p *plugin, outcome nriv1beta1.CallOutcome,
 	}
 }
 
-// lastRemote returns the position in order of the last slot whose plugin,
-// as registered now, subscribes to mask over gRPC, or -1.
-func lastRemote(order []*slot, mask uint32) int {
+// lastRemote returns the position in fl's order of the last slot whose
+// plugin, as registered now, takes the event of mask over gRPC, or -1.
+func lastRemote(fl *flight, mask uint32) int {
+	order := fl.order
 	for i := len(order) - 1; i >= 0; i-- {
-		if order[i].anyInstance(func(p *plugin) bool { return p.mask&mask != 0 && p.c.remote() }) {
+		if order[i].anyInstance(func(p *plugin) bool { return fl.takes(p, mask) && p.c.remote() }) {
 			return i
 		}
 	}
@@ -362,9 +364,9 @@ func lastRemote(order []*slot, mask uint32) int {
 func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
 	opts []EventOption, run func(fl *flight) error) error {
 	o := applyEventOptions(opts)
-	s.awaitHeld(ctx, o)
+	s.awaitHeld(ctx, o, pod, ctr)
 	fl := s.flights.begin(&s.order)
-	fl.opts, fl.raw = o, o.raw
+	fl.opts, fl.raw, fl.pod, fl.ctr = o, o.raw, pod, ctr
 	defer s.flights.end(fl)
 	unlock := s.pods.lock(pod.GetId())
 	defer unlock()
@@ -377,7 +379,8 @@ func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSa
 // checkRequired fails a creating event when a plugin the operator requires,
 // or one required until it registers again (RequireUntilRegistered), is not
 // registered.
-func (s *Server) checkRequired(ev *eventInfo, order []*slot) error {
+func (s *Server) checkRequired(ev *eventInfo, fl *flight) error {
+	order := fl.order
 	req := s.opts.validator.RequiredPlugins
 	if a := s.awaited.Load(); a != nil && len(*a) > 0 {
 		req = append(slices.Clone(req), *a...)
@@ -387,7 +390,8 @@ func (s *Server) checkRequired(ev *eventInfo, order []*slot) error {
 	}
 	var missing []string
 	for _, name := range req {
-		if !slices.ContainsFunc(order, func(sl *slot) bool { return sl.full == name || sl.full[3:] == name }) {
+		if !slices.ContainsFunc(order, func(sl *slot) bool { return sl.full == name || sl.full[3:] == name }) &&
+			s.absentSelects(name, fl) {
 			missing = append(missing, name)
 		}
 	}
@@ -521,12 +525,12 @@ func newBudgetShare(fl *flight, mask uint32) budgetShare {
 	if !fl.opts.hasBudget {
 		return budgetShare{}
 	}
-	d, order, gen := fl.opts.budget, fl.order, fl.gen
+	d, order := fl.opts.budget, fl.order
 	after := make([]int, len(order))
 	n := 0
 	for i := len(order) - 1; i >= 0; i-- {
 		after[i] = n
-		if order[i].instanceFor(mask, gen) != nil {
+		if order[i].instanceFor(mask, fl) != nil {
 			n++
 		}
 	}

@@ -23,7 +23,7 @@ func (s *Server) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest) (*nr
 	out := &nriv1beta1.DryRunResponse{}
 	rec := &nriv1beta1.DispatchRecord{Event: req.GetEvent(), DryRun: true}
 	// Not an event in flight: it sees every instance, pending ones too.
-	fl := &flight{gen: math.MaxUint64, order: *s.order.Load(), rec: rec}
+	fl := &flight{gen: math.MaxUint64, order: *s.order.Load(), rec: rec, pod: pod, ctr: ctr}
 	var err error
 	switch req.GetEvent() {
 	case nriv1beta1.Event_EVENT_CREATE_CONTAINER:

@@ -39,6 +39,10 @@ type flight struct {
 	rec   *nriv1beta1.DispatchRecord
 	opts  eventOptions
 	raw   []byte // the request's encoding handed over (Encoded), normalised
+	// The event's pod, and container (nil for a pod event): what the
+	// plugins' selectors are matched against (selectors.go).
+	pod *nriv1beta1.PodSandbox
+	ctr *nriv1beta1.Container
 	// notReady lists the plugins this event did not call because they were
 	// NOT_READY (status.go); the validators' list of plugins leaves them out.
 	notReady []string

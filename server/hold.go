@@ -32,12 +32,15 @@ func (s *Server) HoldEvents(names []string, until time.Time) {
 	s.held.Store(&hold{names: slices.Clone(names), until: until})
 }
 
-// awaitHeld is where an event waits for the held plugins (HoldEvents).
-func (s *Server) awaitHeld(ctx context.Context, o eventOptions) {
+// awaitHeld is where an event waits for the held plugins (HoldEvents). A
+// held plugin whose known selectors exclude the event's pod or container
+// is not waited for.
+func (s *Server) awaitHeld(ctx context.Context, o eventOptions, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container) {
 	h := s.held.Load()
 	if h == nil {
 		return
 	}
+	ev := &flight{pod: pod, ctr: ctr}
 	limit := h.until
 	if o.hasBudget {
 		limit = earliest(limit, time.Now().Add(time.Until(o.budget)/2))
@@ -58,9 +61,12 @@ func (s *Server) awaitHeld(ctx context.Context, o eventOptions) {
 	}()
 	for {
 		changed := s.PluginsChanged()
-		if s.heldPresent(h) {
+		if s.heldPresent(h, nil) {
 			s.held.CompareAndSwap(h, nil)
 			return
+		}
+		if s.heldPresent(h, ev) {
+			return // the missing ones do not select this event
 		}
 		wait := time.Until(limit)
 		if wait <= 0 {
@@ -86,10 +92,14 @@ func (s *Server) awaitHeld(ctx context.Context, o eventOptions) {
 // (HoldEvents).
 func (s *Server) EventsHeld() int { return int(s.holding.Load()) }
 
-// heldPresent reports whether every plugin h waits for is ready.
-func (s *Server) heldPresent(h *hold) bool {
+// heldPresent reports whether every plugin h waits for is ready; with ev,
+// every plugin whose selectors would select ev's pod or container.
+func (s *Server) heldPresent(h *hold, ev *flight) bool {
 	ready := s.Plugins()
 	for _, name := range h.names {
+		if ev != nil && !s.absentSelects(name, ev) {
+			continue
+		}
 		if !slices.ContainsFunc(ready, func(p *nriv1beta1.PluginInfo) bool {
 			return p.GetState() == nriv1beta1.PluginState_PLUGIN_STATE_READY &&
 				p.GetPlugin().GetIndex()+"-"+p.GetPlugin().GetName() == name

@@ -88,6 +88,9 @@ func checkRegistration(reg Registration) error {
 			return err
 		}
 	}
+	if _, err := compileSelectors(reg.Selectors); err != nil {
+		return err
+	}
 	if err := checkRegistrationStatus(reg); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/selector"
 )
 
 // gate is a one-shot readiness signal: closed once a plugin finished
@@ -72,6 +73,8 @@ type plugin struct {
 	timeouts timeouts
 	maxMsg   int
 
+	sel *selector.Set // its event selectors (nil or empty: everything); set before it is visible
+
 	// catchUp is guarded by Server.syncMu.
 	catchUp struct {
 		syncing bool // a (re)synchronization is under way
@@ -93,6 +96,7 @@ type plugin struct {
 
 	counters struct {
 		calls, vetoes, timeouts, unavailable, refused, errors atomic.Uint64
+		filtered                                              atomic.Uint64
 	}
 	lastErr atomic.Pointer[string]
 
@@ -263,7 +267,9 @@ func (p *plugin) info() *nriv1beta1.PluginInfo {
 			Unavailable: p.counters.unavailable.Load(),
 			Refused:     p.counters.refused.Load(),
 			Errors:      p.counters.errors.Load(),
+			Filtered:    p.counters.filtered.Load(),
 		},
+		Selectors: p.sel.Selectors(),
 	}
 	if e := p.lastErr.Load(); e != nil {
 		out.LastError = *e

@@ -70,15 +70,16 @@ func (sl *slot) instances(gen uint64) (cur, pend *plugin) {
 	return cur, pend
 }
 
-// instanceFor returns the instance an event of mask and generation gen
-// would go to without waiting: the pending instance if it subscribes to
-// mask, else the current one if it does; nil when neither does.
-func (sl *slot) instanceFor(mask uint32, gen uint64) *plugin {
-	cur, pend := sl.instances(gen)
-	if pend != nil && pend.mask&mask != 0 {
+// instanceFor returns the instance an event of mask in flight fl would go
+// to without waiting: the pending instance if it takes the event (it
+// subscribes to mask and its selectors select fl's pod or container), else
+// the current one if it does; nil when neither does.
+func (sl *slot) instanceFor(mask uint32, fl *flight) *plugin {
+	cur, pend := sl.instances(fl.gen)
+	if pend != nil && fl.takes(pend, mask) {
 		return pend
 	}
-	if cur != nil && cur.mask&mask != 0 {
+	if cur != nil && fl.takes(cur, mask) {
 		return cur
 	}
 	return nil
@@ -102,8 +103,9 @@ func (sl *slot) registered() *plugin {
 	return nil
 }
 
-// target returns the instance an event of mask goes to. An instance that
-// does not subscribe to mask is never waited for. A pending instance (the
+// target returns the instance an event of mask in flight fl goes to. An
+// instance that does not subscribe to mask, or whose selectors exclude the
+// event's pod or container, is never waited for. A pending instance (the
 // registration cut: events after the cut must reach it, as its snapshot
 // does not have them) or a resynchronizing one is waited for, but only until
 // deadline, which the caller derives from the plugin's own timeout for the
@@ -116,14 +118,14 @@ func (sl *slot) registered() *plugin {
 // plugin).
 // waited reports that the event had to wait (the call has less time left
 // than the plugin's timeout).
-func (sl *slot) target(ctx context.Context, mask uint32, gen uint64, deadline time.Time) (p *plugin, ready, waited bool) {
-	cur, pend := sl.instances(gen)
+func (sl *slot) target(ctx context.Context, mask uint32, fl *flight, deadline time.Time) (p *plugin, ready, waited bool) {
+	cur, pend := sl.instances(fl.gen)
 	subscribed := false
 	for _, inst := range []*plugin{pend, cur} {
-		if inst == nil || inst.mask&mask == 0 {
+		if inst == nil || !fl.takes(inst, mask) {
 			continue
 		}
-		ok, w := inst.wait(ctx, gen, deadline)
+		ok, w := inst.wait(ctx, fl.gen, deadline)
 		waited = waited || w
 		if ok {
 			return inst, true, waited
@@ -154,6 +156,9 @@ type Registration struct {
 	Timeouts     *nriv1beta1.Timeouts
 	// NRIVersion and PluginVersion are informational.
 	NRIVersion, PluginVersion string
+	// Selectors restrict the plugin's events and Synchronize state to the
+	// pods and containers they select (package selector); empty: all.
+	Selectors []*nriv1beta1.EventSelector
 	// Status and StatusReason are the status the plugin registers with
 	// (UNSPECIFIED: READY), see Handle.SetStatus.
 	Status       nriv1beta1.PluginStatus
@@ -236,9 +241,14 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 		closed:        make(chan struct{}),
 	}
 	p.instanceID = fmt.Sprintf("%s-%d-%d", p.full, p.registeredAt.UnixNano(), s.instances.Add(1))
+	var err error
 	_, info := s.runtime()
 	p.md = metadata.Pairs(nri.MetadataInstanceID, p.instanceID, nri.MetadataNodeName, s.opts.nodeName, nri.MetadataRuntimeName, info.Name)
 	p.ready.Store(newGate())
+	if p.sel, err = compileSelectors(reg.Selectors); err != nil {
+		_ = c.close()
+		return nil, err
+	}
 	// Synchronizing from its cut on: an attach meanwhile marks it to catch
 	// up (beginResync). Set before the plugin is visible to anyone.
 	p.catchUp.syncing = true
@@ -290,6 +300,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 	s.applyAsync(p, updates, evictions)
 	s.log.Info("plugin registered", "plugin", p.full, "instance", p.instanceID, "identity", p.identity,
 		"kind", p.kind.String(), "events", fmt.Sprintf("0x%x", p.mask), "required", p.required())
+	s.knownSel.set(p.full, p.sel)
 	s.arrived(p.full)
 	s.pluginsChanged()
 	s.statusRegistered(p)
@@ -568,6 +579,7 @@ func (s *Server) registered(p *plugin) *nriv1beta1.Registered {
 		FailurePolicy:  p.policy,
 		Identity:       p.identity,
 		Events:         int32(p.mask),
+		Selectors:      p.sel.Selectors(),
 	}
 }
 

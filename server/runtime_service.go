@@ -47,6 +47,7 @@ func (r *runtimeService) RegisterPlugin(req *nriv1beta1.RegisterPluginRequest, s
 		Timeouts:      req.GetTimeouts(),
 		NRIVersion:    req.GetNriVersion(),
 		PluginVersion: req.GetPluginVersion(),
+		Selectors:     req.GetSelectors(),
 		Status:        req.GetStatus(),
 		StatusReason:  req.GetStatusReason(),
 	}
@@ -103,7 +104,7 @@ func (r *runtimeService) UpdateContainers(ctx context.Context, req *nriv1beta1.U
 	if err := r.s.authorizeUpdates(p, req); err != nil {
 		return nil, err
 	}
-	failed, failedEv, err := r.s.UpdateContainers(ctx, p.full, req.GetUpdate(), req.GetEvict())
+	failed, failedEv, err := r.s.updateFor(ctx, p, req.GetUpdate(), req.GetEvict())
 	if err != nil {
 		return nil, err
 	}
@@ -212,5 +213,5 @@ func (h *Handle) UpdateContainers(ctx context.Context, updates []*nriv1beta1.Con
 	if err := h.p.s.authorizeUpdates(h.p, &nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions}); err != nil {
 		return nil, nil, err
 	}
-	return h.p.s.UpdateContainers(ctx, h.p.full, updates, evictions)
+	return h.p.s.updateFor(ctx, h.p, updates, evictions)
 }

@@ -71,7 +71,8 @@ type Server struct {
 	stopping  chan struct{} // closed when Shutdown starts
 
 	deprecations deprecations
-	statusWatch  statusWatch // plugin status changes (status.go)
+	knownSel     knownSelectors // plugins' selectors, also while absent (selectors.go)
+	statusWatch  statusWatch    // plugin status changes (status.go)
 }
 
 // RuntimeInfo identifies the runtime behind the server.

@@ -70,6 +70,7 @@ func paginate(pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container, limit
 func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container,
 	epoch uint64, reason nriv1beta1.SyncReason) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
 	start := time.Now()
+	pods, ctrs = selectState(p, pods, ctrs)
 	pages, total, err := paginate(pods, ctrs, p.maxMsg)
 	if err != nil {
 		return nil, nil, err
@@ -287,6 +288,7 @@ func teardown[Req, Rsp proto.Message](ctx context.Context, p *plugin, ev event[R
 // containers and pods that vanished, with the teardown events it
 // subscribed to. Their errors are ignored, as for any teardown event.
 func (s *Server) synthesizeTeardown(ctx context.Context, p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
+	pods, ctrs = selectState(p, pods, ctrs)
 	podOf := map[string]*nriv1beta1.PodSandbox{}
 	for _, pod := range pods {
 		podOf[pod.GetId()] = pod
@@ -329,7 +331,7 @@ func (s *Server) applyAsync(p *plugin, updates []*nriv1beta1.ContainerUpdate, ev
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.requestTimeout)
 		defer cancel()
-		if _, _, err := s.UpdateContainers(ctx, p.full, updates, evictions); err != nil {
+		if _, _, err := s.updateFor(ctx, p, updates, evictions); err != nil {
 			s.log.Warn("applying synchronization updates", "plugin", p.full, "error", err)
 		}
 	}()

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,7 +52,7 @@ func (s *Server) mayValidate(req *nriv1beta1.CreateContainerRequest, order []*sl
 // rejection, an error or an unavailable validator fails the creation.
 func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRequest, m *merge.Create,
 	out *nriv1beta1.AdaptationServiceCreateContainerResponse, fl *flight) error {
-	validators, all := validatorsOf(fl)
+	validators, all := s.validatorsOf(fl)
 	runDefault := s.validator.Enabled()
 	if !runDefault {
 		// Plugins required by a pod annotation are checked even when no
@@ -77,7 +78,14 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 		Plugins:   all,
 	}
 	if runDefault {
-		if err := s.defaultValidation(vreq); err != nil {
+		// Absent plugins whose known selectors exclude this container are
+		// not required for it (selectors.go): the default validator
+		// counts them as present.
+		registered := vreq.Plugins
+		vreq.Plugins = append(slices.Clip(registered), s.excusedAbsent(fl, registered)...)
+		err := s.defaultValidation(vreq)
+		vreq.Plugins = registered
+		if err != nil {
 			return err
 		}
 	}
@@ -91,13 +99,15 @@ func (s *Server) validate(ctx context.Context, req *nriv1beta1.CreateContainerRe
 // every registered plugin (the validators' view of who took part).
 // Validators are waited for (each within its own timeout); the list of
 // registered plugins never waits for anybody.
-func validatorsOf(fl *flight) (validators []*slot, all []*nriv1beta1.PluginInstance) {
+func (s *Server) validatorsOf(fl *flight) (validators []*slot, all []*nriv1beta1.PluginInstance) {
 	for _, sl := range fl.order {
 		if p := sl.registered(); p != nil && !sitsOut(fl, p) {
 			all = append(all, &nriv1beta1.PluginInstance{Name: p.name, Index: p.idx})
 		}
-		if sl.instanceFor(evValidate.mask(), fl.gen) != nil {
+		if sl.instanceFor(evValidate.mask(), fl) != nil {
 			validators = append(validators, sl)
+		} else {
+			s.countFiltered(sl, evValidate.eventInfo, fl)
 		}
 	}
 	return validators, all
@@ -155,13 +165,13 @@ func (s *Server) callValidators(ctx context.Context, validators []*slot, vreq *n
 // record of its call (nil when nothing is recorded).
 func (s *Server) callValidator(ctx context.Context, sl *slot, vreq *nriv1beta1.ValidateContainerAdjustmentRequest,
 	fl *flight) (validation, *nriv1beta1.PluginCall) {
-	inst := sl.instanceFor(evValidate.mask(), fl.gen)
+	inst := sl.instanceFor(evValidate.mask(), fl)
 	if inst == nil {
 		return validation{}, nil // unsubscribed meanwhile
 	}
 	timeout := inst.timeouts.forEvent(evValidate.event)
 	deadline := time.Now().Add(timeout)
-	p, ready, _ := sl.target(ctx, evValidate.mask(), fl.gen, deadline)
+	p, ready, _ := sl.target(ctx, evValidate.mask(), fl, deadline)
 	if p == nil && ready {
 		return validation{}, nil // gone meanwhile (evicted, closed)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/selector"
 )
 
 func runPlugins(ctx context.Context, g *globals, args []string) error {
@@ -34,18 +35,18 @@ func runPlugins(ctx context.Context, g *globals, args []string) error {
 		return nil
 	}
 	tw := newTable(g.stdout)
-	head := "PLUGIN\tKIND\tSTATE\tEVENTS\tPOLICY\tCALLS\tVETOES\tTIMEOUTS\tUNAVAIL\tREFUSED\tERRORS\tLAST ERROR" + statusHead
+	head := "PLUGIN\tKIND\tSTATE\tEVENTS\tPOLICY\tCALLS\tVETOES\tTIMEOUTS\tUNAVAIL\tREFUSED\tERRORS\tFILTERED\tSELECTORS\tLAST ERROR" + statusHead
 	if *wide {
 		head += "\tINSTANCE\tIDENTITY\tENDPOINT\tNRI VERSION\tPLUGIN VERSION\tREGISTERED" + statusWideHead
 	}
 	fmt.Fprintln(tw, head)
 	for _, p := range rsp.GetPlugins() {
 		cn := p.GetCounters()
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s", plugin(p.GetPlugin()),
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s", plugin(p.GetPlugin()),
 			kebab(p.GetKind().String(), "PLUGIN_KIND_"), kebab(p.GetState().String(), "PLUGIN_STATE_"),
 			events(p.GetEvents()), policy(p.GetFailurePolicy()),
 			cn.GetCalls(), cn.GetVetoes(), cn.GetTimeouts(), cn.GetUnavailable(), cn.GetRefused(), cn.GetErrors(),
-			orDash(oneLine(p.GetLastError(), 60))) + statusCell(p)
+			cn.GetFiltered(), selectors(p.GetSelectors(), *wide), orDash(oneLine(p.GetLastError(), 60))) + statusCell(p)
 		if *wide {
 			line += fmt.Sprintf("\t%s\t%s\t%s\t%s\t%s\t%s", p.GetInstanceId(), orDash(p.GetIdentity()), orDash(p.GetEndpoint()),
 				orDash(p.GetNriVersion()), orDash(p.GetPluginVersion()), p.GetRegisteredAt().AsTime().Local().Format(time.DateTime)) +
@@ -54,6 +55,20 @@ func runPlugins(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
+}
+
+// selectors renders a plugin's event selectors for a table cell
+// (selector.String, on one line): "all" without selectors; cut to 40
+// characters unless wide.
+func selectors(sels []*nriv1beta1.EventSelector, wide bool) string {
+	if len(sels) == 0 {
+		return "all"
+	}
+	n := 40
+	if wide {
+		n = 4096
+	}
+	return oneLine(selector.String(sels), n)
 }
 
 // events summarizes a subscription for a table cell.

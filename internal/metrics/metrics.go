@@ -17,6 +17,7 @@
 //	nri_plugin_sync_bytes{plugin}                       histogram, encoded bytes per synchronization
 //	nri_plugin_sync_duration_seconds{plugin}            histogram
 //	nri_plugin_cut_wait_seconds{plugin}                 histogram, time an event waited for a synchronizing plugin
+//	nri_plugin_filtered_events_total{plugin,event}      counter, events not delivered because of the plugin's selectors
 //	nri_plugin_status{plugin,status}                    gauge, the status a plugin reports (status.go)
 //	nri_plugin_not_ready_skips_total{plugin,event}      counter
 //	nri_plugin_requested_resyncs_total{plugin}          counter
@@ -121,7 +122,8 @@ type Metrics struct {
 	syncBytes    *prometheus.HistogramVec
 	syncDuration *prometheus.HistogramVec
 	cutWait      *prometheus.HistogramVec
-	st           statusMetrics // plugin status (status.go)
+	filtered     *prometheus.CounterVec // filtered.go
+	st           statusMetrics          // plugin status (status.go)
 
 	// eventNames and outcomeNames are the label values by enum number.
 	eventNames   []string
@@ -223,6 +225,7 @@ func New(opts ...Option) *Metrics {
 			Buckets: latencyBuckets(),
 		}, []string{"plugin"}),
 	}
+	m.initFiltered()
 	empty := map[string]*pluginSeries{}
 	m.series.Store(&empty)
 	m.reg.MustRegister(m.callDuration, m.calls, m.failedOpen, m.plugins, m.deprecations,

@@ -151,6 +151,8 @@ type Plugin struct {
 	// Status and StatusReason are the status registered with.
 	Status       nriv1beta1.PluginStatus
 	StatusReason string
+	// Selectors are declared at registration (RegisterPluginRequest.selectors).
+	Selectors []*nriv1beta1.EventSelector
 	// Log records the calls; a new one is made when nil.
 	Log *Log
 	// Endpoint is the socket path to serve on; empty picks one in the
@@ -223,6 +225,7 @@ func (p *Plugin) Start(ctx context.Context, serverSocket, pluginDir string) (*nr
 		Timeouts:     p.Timeouts,
 		Status:       p.Status,
 		StatusReason: p.StatusReason,
+		Selectors:    p.Selectors,
 	})
 	if err != nil {
 		p.Stop()

@@ -248,7 +248,8 @@ class Runtime:
 
 def pod(pid: str = "pod0", **kw: Any) -> api.PodSandbox:
     kw.setdefault("name", pid + "-name")
-    return api.PodSandbox(id=pid, uid=pid + "-uid", namespace="default", **kw)
+    kw.setdefault("namespace", "default")
+    return api.PodSandbox(id=pid, uid=pid + "-uid", **kw)
 
 
 def ctr(cid: str = "ctr0", pid: str = "pod0", **kw: Any) -> api.Container:

@@ -64,6 +64,7 @@ mod events;
 mod handler;
 mod plugin;
 pub mod rpc;
+mod selector;
 mod service;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -77,9 +78,13 @@ pub use plugin::{
     ENV_SERVER_ADDRESS, Error, Exit, METADATA_INSTANCE_ID, Plugin, PluginBuilder, PluginHandle, check_index,
     check_name, parse_plugin_file_name,
 };
+pub use selector::{
+    MAX_POD_LABELS_BYTES, MAX_REASON_BYTES, MAX_SELECTOR_ENTRIES, MAX_SELECTOR_ENTRY_BYTES, MAX_SELECTORS,
+    check_selectors,
+};
 /// The tonic this crate is built with (for `tonic::Status`, `tonic::Code`).
 pub use tonic;
-pub use v1beta1::{Event, FailurePolicy, ShutdownKind};
+pub use v1beta1::{Event, EventSelector, FailurePolicy, PluginStatus, ShutdownKind, SyncReason};
 
 /// The version of this SDK: the crate's version (Cargo's
 /// `CARGO_PKG_VERSION`), sent with [`PROTOCOL`] in

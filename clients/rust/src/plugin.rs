@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,13 +14,14 @@ use tracing::{debug, error, info, warn};
 
 use crate::events::EventMask;
 use crate::handler::Handler;
+use crate::selector::{check_reason, check_selectors, normalize};
 use crate::service::{Router, Service};
 use crate::v1beta1::register_plugin_response::Message as RegisterMessage;
 use crate::v1beta1::runtime_service_client::RuntimeServiceClient;
 use crate::v1beta1::{
-    Capabilities, ContainerEviction, ContainerUpdate, Event, EventTimeout, FailurePolicy, RegisterPluginRequest,
-    Registered, RegistrationRefusal, ShutdownKind, ShutdownRequest, SynchronizeRequest, Timeouts,
-    UpdateContainersRequest, UpdateContainersResponse,
+    Capabilities, ContainerEviction, ContainerUpdate, Event, EventSelector, EventTimeout, FailurePolicy, PluginStatus,
+    RegisterPluginRequest, Registered, RegistrationRefusal, RequestResyncRequest, SetPluginStatusRequest, ShutdownKind,
+    ShutdownRequest, SynchronizeRequest, Timeouts, UpdateContainersRequest, UpdateContainersResponse,
 };
 
 /// nrid's default socket, as a gRPC target.
@@ -67,8 +68,13 @@ pub enum Error {
     /// `RegistrationRefusal` name.
     Refused(Status),
     /// The plugin is not registered (for
-    /// [`PluginHandle::update_containers`]).
+    /// [`PluginHandle::update_containers`], [`PluginHandle::set_status`],
+    /// which keeps the status for the next registration all the same, and
+    /// [`PluginHandle::request_resync`]).
     NotRegistered,
+    /// An argument is invalid (a status reason too long, ...); nothing was
+    /// sent.
+    InvalidArgument(String),
     /// A call to nrid failed.
     Rpc(Status),
     /// Serving the endpoint failed.
@@ -84,6 +90,7 @@ impl std::fmt::Display for Error {
                 write!(f, "registration refused ({}, {:?}): {}", crate::rpc::reason(st), st.code(), st.message())
             }
             Error::NotRegistered => write!(f, "the plugin is not registered"),
+            Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             Error::Rpc(st) => write!(f, "call to nrid failed ({:?}): {}", st.code(), st.message()),
             Error::Serve(m) => write!(f, "serving the endpoint failed: {m}"),
         }
@@ -161,6 +168,23 @@ pub(crate) struct Shared {
     pub(crate) registered: watch::Sender<Option<Registered>>,
     stop: watch::Sender<bool>,
     update_timeout: Duration,
+    /// The status registrations carry: the builder's, then the last one
+    /// [`PluginHandle::set_status`] was given.
+    report: Mutex<Report>,
+    /// Held while a SetPluginStatus call is under way: reports reach nrid in
+    /// the order they were made.
+    status_calls: tokio::sync::Mutex<()>,
+    /// A RegisterPlugin call is under way and not answered yet.
+    registering: AtomicBool,
+}
+
+/// The status a plugin reports.
+struct Report {
+    status: PluginStatus,
+    reason: String,
+    /// Counts changes, so that a change made while a registration was
+    /// pending is sent after it (its request carried an older status).
+    generation: u64,
 }
 
 /// The registration state.
@@ -191,8 +215,58 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn report(&self) -> MutexGuard<'_, Report> {
+        self.report.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The channel and instance id of the current registration.
+    fn session(&self) -> Result<(Channel, String), Error> {
+        if self.registered.borrow().is_none() {
+            return Err(Error::NotRegistered);
+        }
+        let st = self.lock();
+        match (&st.channel, &st.instance) {
+            (Some(c), Some(i)) => Ok((c.clone(), i.clone())),
+            _ => Err(Error::NotRegistered),
+        }
+    }
+
+    /// A request to nrid with the instance id and the deadline of
+    /// unsolicited calls.
+    fn request<T>(&self, msg: T, instance: &str) -> Result<tonic::Request<T>, Error> {
+        let mut req = tonic::Request::new(msg);
+        req.metadata_mut().insert(
+            METADATA_INSTANCE_ID,
+            instance.parse().map_err(|_| Error::Rpc(Status::internal("instance id is not ASCII")))?,
+        );
+        req.set_timeout(self.update_timeout);
+        Ok(req)
+    }
+
+    /// SetPluginStatus with the status reported last, one call at a time:
+    /// whatever order concurrent reports take, the last call nrid gets
+    /// carries the last status.
+    async fn send_status(&self, channel: Channel, instance: &str) -> Result<(), Error> {
+        let _order = self.status_calls.lock().await;
+        let (status, reason) = {
+            let r = self.report();
+            (r.status, r.reason.clone())
+        };
+        let req = self.request(SetPluginStatusRequest { status: status as i32, reason: reason.clone() }, instance)?;
+        let mut client = RuntimeServiceClient::new(channel);
+        match tokio::time::timeout(self.update_timeout, client.set_plugin_status(req)).await {
+            Ok(Ok(_)) => {
+                info!(plugin = %self.full, status = ?status, reason = %reason, "status reported");
+                Ok(())
+            }
+            Ok(Err(st)) => Err(Error::Rpc(st)),
+            Err(_) => Err(Error::Rpc(Status::deadline_exceeded("SetPluginStatus timed out"))),
+        }
+    }
+
     /// Forgets the current registration.
     fn end_session(&self) {
+        self.registering.store(false, Ordering::SeqCst);
         {
             let mut st = self.lock();
             st.pending = false;
@@ -273,28 +347,111 @@ impl PluginHandle {
         update: Vec<ContainerUpdate>,
         evict: Vec<ContainerEviction>,
     ) -> Result<UpdateContainersResponse, Error> {
-        if self.shared.registered.borrow().is_none() {
-            return Err(Error::NotRegistered);
-        }
-        let (channel, instance) = {
-            let st = self.shared.lock();
-            match (&st.channel, &st.instance) {
-                (Some(c), Some(i)) => (c.clone(), i.clone()),
-                _ => return Err(Error::NotRegistered),
-            }
-        };
+        let (channel, instance) = self.shared.session()?;
         let timeout = self.shared.update_timeout;
-        let mut req = tonic::Request::new(UpdateContainersRequest { update, evict });
-        req.metadata_mut().insert(
-            METADATA_INSTANCE_ID,
-            instance.parse().map_err(|_| Error::Rpc(Status::internal("instance id is not ASCII")))?,
-        );
-        req.set_timeout(timeout);
+        let req = self.shared.request(UpdateContainersRequest { update, evict }, &instance)?;
         let mut client = RuntimeServiceClient::new(channel);
         match tokio::time::timeout(timeout, client.update_containers(req)).await {
             Ok(Ok(rsp)) => Ok(rsp.into_inner()),
             Ok(Err(st)) => Err(Error::Rpc(st)),
             Err(_) => Err(Error::Rpc(Status::deadline_exceeded("UpdateContainers timed out"))),
+        }
+    }
+
+    /// The status and reason the plugin reports: the last
+    /// [`set_status`](PluginHandle::set_status), else the builder's. Every
+    /// registration carries it.
+    pub fn status(&self) -> (PluginStatus, String) {
+        let r = self.shared.report();
+        (r.status, r.reason.clone())
+    }
+
+    /// Reports the plugin's status to nrid (`RuntimeService.SetPluginStatus`
+    /// with the current instance id): `Ready`, `NotReady` or `Degraded`
+    /// (`Unspecified` is `Ready`), with a reason for operators (at most 1024
+    /// bytes).
+    ///
+    /// The status holds until the next report, across registrations: when
+    /// the plugin registers again (nrid restarted) it registers with the
+    /// last status, so a NOT_READY plugin stays NOT_READY. What NOT_READY
+    /// means for the plugin's events is nrid's policy (wait, fail or skip).
+    ///
+    /// While a registration is under way (in [`Handler::configure`] and the
+    /// first [`Handler::synchronize`], which come before nrid's Registered)
+    /// it never fails: once Configure named the instance the status is sent
+    /// at once (nrid takes it from Configure on), and in any case again as
+    /// soon as the plugin is registered.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a reason too long (nothing
+    /// changes); [`Error::NotRegistered`] while the plugin is not registered
+    /// nor registering (the status is kept and sent with the next
+    /// registration);
+    /// [`Error::Rpc`] when nrid refuses the call (the status is kept all the
+    /// same). The call has the deadline of
+    /// [`PluginBuilder::update_timeout`].
+    pub async fn set_status(&self, status: PluginStatus, reason: impl Into<String>) -> Result<(), Error> {
+        let reason = reason.into();
+        check_reason("reason", &reason).map_err(Error::InvalidArgument)?;
+        // The change and the look at the session are one step under the
+        // report's lock, which the session also holds while it publishes a
+        // registration: either the registration's catch-up or this call
+        // sends the change, never neither.
+        // (registered, the session to send on)
+        let (registered, session) = {
+            let mut r = self.shared.report();
+            r.status = normalize(status);
+            r.reason = reason;
+            r.generation += 1;
+            match self.shared.session() {
+                Ok(s) => (true, Some(s)),
+                Err(Error::NotRegistered) if self.shared.registering.load(Ordering::SeqCst) => {
+                    let st = self.shared.lock();
+                    match (st.pending, &st.channel, &st.instance) {
+                        (true, Some(c), Some(i)) => (false, Some((c.clone(), i.clone()))),
+                        _ => (false, None),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let Some((channel, instance)) = session else { return Ok(()) };
+        let res = self.shared.send_status(channel, &instance).await;
+        if registered {
+            return res;
+        }
+        // Registering: sent once registered in any case; at once too when
+        // Configure named the instance (nrid takes it from Configure on).
+        if let Err(e) = res {
+            debug!(plugin = %self.shared.full, error = %e, "status not sent yet");
+        }
+        Ok(())
+    }
+
+    /// Asks nrid for the runtime's state again ("my view changed";
+    /// `RuntimeService.RequestResync` with the current instance id) and
+    /// returns the epoch of the Synchronize that will carry it: the state
+    /// arrives at [`Handler::synchronize`](crate::Handler::synchronize) with
+    /// that epoch and reason `SyncReason::PluginRequested`. Requests made
+    /// while one is pending are merged into it (the same epoch comes back).
+    ///
+    /// nrid answers at once; the Synchronize follows, ordered with the
+    /// plugin's events like any resynchronization. Errors:
+    /// [`Error::InvalidArgument`] for a reason over 1024 bytes,
+    /// [`Error::NotRegistered`], [`Error::Rpc`] when nrid refuses.
+    pub async fn request_resync(&self, reason: impl Into<String>) -> Result<u64, Error> {
+        let reason = reason.into();
+        check_reason("reason", &reason).map_err(Error::InvalidArgument)?;
+        let (channel, instance) = self.shared.session()?;
+        let req = self.shared.request(RequestResyncRequest { reason: reason.clone() }, &instance)?;
+        let mut client = RuntimeServiceClient::new(channel);
+        match tokio::time::timeout(self.shared.update_timeout, client.request_resync(req)).await {
+            Ok(Ok(rsp)) => {
+                let epoch = rsp.into_inner().epoch;
+                debug!(plugin = %self.shared.full, reason = %reason, epoch, "resync requested");
+                Ok(epoch)
+            }
+            Ok(Err(st)) => Err(Error::Rpc(st)),
+            Err(_) => Err(Error::Rpc(Status::deadline_exceeded("RequestResync timed out"))),
         }
     }
 }
@@ -316,6 +473,8 @@ pub struct PluginBuilder<H> {
     plugin_version: String,
     backoff: (Duration, Duration),
     update_timeout: Duration,
+    selectors: Vec<EventSelector>,
+    status: (PluginStatus, String),
     errors: Vec<String>,
 }
 
@@ -469,10 +628,36 @@ impl<H: Handler> PluginBuilder<H> {
         self
     }
 
-    /// Sets the deadline of [`PluginHandle::update_containers`] (default
-    /// 10 s).
+    /// Sets the deadline of [`PluginHandle::update_containers`],
+    /// [`PluginHandle::set_status`] and [`PluginHandle::request_resync`]
+    /// (default 10 s).
     pub fn update_timeout(mut self, d: Duration) -> Self {
         self.update_timeout = d;
+        self
+    }
+
+    /// Adds an event selector: the plugin receives only the events, and the
+    /// Synchronize state, of the pods and containers one of its selectors
+    /// matches (no selector: everything). Sent with every registration;
+    /// [`PluginHandle::registered`]`.selectors` is what nrid put in effect.
+    /// At most 16; see [`EventSelector::new`] for building one.
+    pub fn selector(mut self, selector: EventSelector) -> Self {
+        self.selectors.push(selector);
+        self
+    }
+
+    /// Adds event selectors (see [`selector`](PluginBuilder::selector)).
+    pub fn selectors(mut self, selectors: impl IntoIterator<Item = EventSelector>) -> Self {
+        self.selectors.extend(selectors);
+        self
+    }
+
+    /// Sets the status to register with (default `Ready`; `NotReady` for a
+    /// plugin that must warm up first, then
+    /// [`PluginHandle::set_status`]). After `set_status` every later
+    /// registration carries the last status reported.
+    pub fn status(mut self, status: PluginStatus, reason: impl Into<String>) -> Self {
+        self.status = (normalize(status), reason.into());
         self
     }
 
@@ -481,6 +666,8 @@ impl<H: Handler> PluginBuilder<H> {
         if let Some(e) = self.errors.first() {
             return Err(Error::Config(e.clone()));
         }
+        check_selectors(&self.selectors).map_err(Error::Config)?;
+        check_reason("status reason", &self.status.1).map_err(Error::Config)?;
         let env = |k: &str| if self.use_env { std::env::var(k).ok().filter(|v| !v.is_empty()) } else { None };
         let mut name = env(ENV_PLUGIN_NAME).or(self.name.clone());
         let mut index = env(ENV_PLUGIN_IDX).or(self.index.clone());
@@ -530,6 +717,9 @@ impl<H: Handler> PluginBuilder<H> {
             registered,
             stop,
             update_timeout: self.update_timeout,
+            report: Mutex::new(Report { status: self.status.0, reason: self.status.1, generation: 0 }),
+            status_calls: tokio::sync::Mutex::new(()),
+            registering: AtomicBool::new(false),
         });
         Ok(Plugin {
             handler: Arc::new(self.handler),
@@ -542,6 +732,7 @@ impl<H: Handler> PluginBuilder<H> {
             timeouts: self.has_timeouts.then_some(self.timeouts),
             plugin_version: self.plugin_version,
             backoff: self.backoff,
+            selectors: self.selectors,
         })
     }
 }
@@ -560,6 +751,7 @@ pub struct Plugin<H> {
     timeouts: Option<Timeouts>,
     plugin_version: String,
     backoff: (Duration, Duration),
+    selectors: Vec<EventSelector>,
 }
 
 /// How one registration attempt ended.
@@ -589,6 +781,8 @@ impl<H: Handler> Plugin<H> {
             plugin_version: String::new(),
             backoff: (Duration::from_millis(100), Duration::from_secs(10)),
             update_timeout: Duration::from_secs(10),
+            selectors: vec![],
+            status: (PluginStatus::Ready, String::new()),
             errors: vec![],
         }
     }
@@ -616,6 +810,11 @@ impl<H: Handler> Plugin<H> {
     /// The capabilities the plugin declares.
     pub fn capabilities(&self) -> &Capabilities {
         &self.caps
+    }
+
+    /// The event selectors the plugin registers with (empty: everything).
+    pub fn selectors(&self) -> &[EventSelector] {
+        &self.selectors
     }
 
     /// Runs the plugin until [`PluginHandle::stop`] is called; see
@@ -810,10 +1009,13 @@ impl<H: Handler> Plugin<H> {
             let mut st = self.shared.lock();
             *st = State { pending: true, channel: Some(channel.clone()), ..State::default() };
         }
+        let client_channel = channel.clone();
         let mut client =
             RuntimeServiceClient::new(channel).max_decoding_message_size(DEFAULT_MAX_MESSAGE_SIZE as usize);
+        self.shared.registering.store(true, Ordering::SeqCst);
+        let (request, generation) = self.register_request();
         let first = async {
-            let mut stream = client.register_plugin(self.register_request()).await?.into_inner();
+            let mut stream = client.register_plugin(request).await?.into_inner();
             match stream.message().await? {
                 Some(m) => match m.message {
                     Some(RegisterMessage::Registered(reg)) => Ok((stream, reg)),
@@ -826,6 +1028,7 @@ impl<H: Handler> Plugin<H> {
         let (mut stream, reg) = match first {
             Ok(v) => v,
             Err(st) => {
+                self.shared.registering.store(false, Ordering::SeqCst);
                 let shutdown = self.shared.lock().shutdown.take();
                 self.shared.end_session();
                 return SessionResult { registered: false, shutdown, err: Some(st) };
@@ -842,10 +1045,27 @@ impl<H: Handler> Plugin<H> {
         }
         info!(plugin = %self.shared.full, instance = %reg.instance_id, server = %reg.server_version,
             runtime = %reg.runtime_name, identity = %reg.identity, events = ?EventMask::from_bits(reg.events),
-            "registered");
+            selectors = reg.selectors.len(), "registered");
         health.set_service_status("", tonic_health::ServingStatus::Serving).await;
         health.set_serving::<PluginServiceName>().await;
-        self.shared.registered.send_replace(Some(reg));
+        let instance = reg.instance_id.clone();
+        let changed = {
+            // Under the report's lock: see PluginHandle::set_status.
+            let r = self.shared.report();
+            self.shared.registered.send_replace(Some(reg));
+            self.shared.registering.store(false, Ordering::SeqCst);
+            r.generation != generation
+        };
+        if changed {
+            // The status changed while the registration was pending: its
+            // request carried an older one.
+            let (shared, channel) = (self.shared.clone(), client_channel.clone());
+            tokio::spawn(async move {
+                if let Err(e) = shared.send_status(channel, &instance).await {
+                    debug!(plugin = %shared.full, error = %e, "status not sent");
+                }
+            });
+        }
 
         let err = loop {
             match stream.message().await {
@@ -859,8 +1079,10 @@ impl<H: Handler> Plugin<H> {
         SessionResult { registered: true, shutdown, err }
     }
 
-    fn register_request(&self) -> RegisterPluginRequest {
-        RegisterPluginRequest {
+    /// The registration request, and the status generation it carries.
+    fn register_request(&self) -> (RegisterPluginRequest, u64) {
+        let r = self.shared.report();
+        let req = RegisterPluginRequest {
             plugin_name: self.name.clone(),
             plugin_idx: self.index.clone(),
             nri_version: crate::NRI_VERSION.to_owned(),
@@ -868,7 +1090,11 @@ impl<H: Handler> Plugin<H> {
             capabilities: Some(self.caps),
             timeouts: self.timeouts.clone(),
             plugin_version: self.plugin_version.clone(),
-        }
+            selectors: self.selectors.clone(),
+            status: r.status as i32,
+            status_reason: r.reason.clone(),
+        };
+        (req, r.generation)
     }
 }
 
@@ -962,7 +1188,8 @@ fn retryable(err: Option<&Status>) -> (bool, bool) {
             | RegistrationRefusal::InvalidEvents
             | RegistrationRefusal::InvalidCapabilities
             | RegistrationRefusal::NotPermitted
-            | RegistrationRefusal::PeerMismatch,
+            | RegistrationRefusal::PeerMismatch
+            | RegistrationRefusal::InvalidSelectors,
         ) => return (false, false),
         Some(RegistrationRefusal::IdentityMismatch) => return (true, true),
         _ => {}

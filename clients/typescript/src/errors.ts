@@ -21,7 +21,7 @@ export class RegistrationRefusedError extends Error {
   }
 }
 
-/** Plugin.updateContainers was called while the plugin is not registered. */
+/** Plugin.updateContainers, setStatus or requestResync was called while the plugin is not registered (setStatus keeps the status for the next registration all the same). */
 export class NotRegisteredError extends Error {
   override readonly name = "NotRegisteredError";
 }

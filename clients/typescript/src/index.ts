@@ -47,6 +47,16 @@ export {
   type Timeouts,
 } from "./plugin.js";
 export { NRI_VERSION, PROTOCOL, VERSION } from "./version.js";
+export {
+  MAX_POD_LABELS_BYTES,
+  MAX_REASON_BYTES,
+  MAX_SELECTORS,
+  MAX_SELECTOR_ENTRIES,
+  MAX_SELECTOR_ENTRY_BYTES,
+  checkSelectors,
+  type EventSelectorInit,
+  type StatusInit,
+} from "./selectors.js";
 export { REFLECTION_SERVICES } from "./reflection.js";
 export { Code, ConnectError } from "@connectrpc/connect";
 export { create } from "@bufbuild/protobuf";

@@ -71,10 +71,13 @@ import {
   type ContainerEviction,
   type ContainerUpdate,
   type Event,
+  type EventSelector,
   type FailurePolicy,
   FailurePolicySchema,
   type PodSandbox,
+  PluginStatus,
 } from "./gen/nri/v1beta1/types_pb.js";
+import { checkReason, checkSelectors, checkStatus, type EventSelectorInit, type StatusInit } from "./selectors.js";
 import { NotRegisteredError, RegistrationRefusedError } from "./errors.js";
 import { Update } from "./adjust.js";
 import { NRI_VERSION } from "./version.js";
@@ -105,6 +108,7 @@ const FATAL_REFUSALS = new Set([
   "REGISTRATION_REFUSAL_INVALID_CAPABILITIES",
   "REGISTRATION_REFUSAL_NOT_PERMITTED",
   "REGISTRATION_REFUSAL_PEER_MISMATCH",
+  "REGISTRATION_REFUSAL_INVALID_SELECTORS",
 ]);
 const FATAL_CODES = new Set([Code.Unauthenticated, Code.PermissionDenied, Code.InvalidArgument, Code.Unimplemented]);
 
@@ -215,12 +219,26 @@ export interface PluginOptions {
   failurePolicy?: { failRequest?: boolean; keepConnected?: boolean };
   /** Shown by AdminService. */
   pluginVersion?: string;
+  /**
+   * Event selectors: receive only the events, and the Synchronize state, of
+   * the pods and containers one of them matches (default: everything). Sent
+   * with every registration; registered.selectors is what nrid put in effect.
+   */
+  selectors?: EventSelectorInit[];
+  /**
+   * The status to register with (default READY; NOT_READY for a plugin that
+   * must warm up first, then setStatus). After setStatus every later
+   * registration (nrid restarted) carries the last status reported.
+   */
+  status?: StatusInit;
+  /** Reason of status (UTF-8, at most 1024 bytes). */
+  statusReason?: string;
   /** Default: console at info level, debug with NRI_GRPC_DEBUG=1. */
   logger?: Logger;
   /** [first, limit] of the re-registration backoff in ms (default [100, 10000]), while nrid serves
    * and refuses; while nrid is away, the plugin registers as soon as its socket accepts connections. */
   backoffMs?: [number, number];
-  /** Default deadline of updateContainers in ms (default 10000). */
+  /** Default deadline of updateContainers, setStatus and requestResync in ms (default 10000). */
   updateTimeoutMs?: number;
 }
 
@@ -360,6 +378,8 @@ interface Session {
   sm: Http2SessionManager;
   client: ReturnType<typeof createClient<typeof RuntimeService>>;
   instance: string;
+  /** The status generation the RegisterPluginRequest carried. */
+  statusGen: number;
 }
 
 interface SessionResult {
@@ -410,6 +430,13 @@ export class Plugin {
   private readonly pluginVersion: string;
   private readonly backoff: [number, number];
   private readonly updateTimeoutMs: number;
+  private readonly selectorList: EventSelector[];
+  // The status registrations carry: the options', then the last one
+  // setStatus was given. statusGen counts changes, so that a change made
+  // while a registration was pending is sent after it.
+  private st: { status: PluginStatus; reason: string };
+  private statusGen = 0;
+  private statusChain: Promise<unknown> = Promise.resolve();
 
   private running = false;
   private stopper?: AbortController;
@@ -503,6 +530,100 @@ export class Plugin {
     if (first <= 0 || limit < first) throw new Error(`invalid backoff bounds ${first}, ${limit}`);
     this.backoff = [first, limit];
     this.updateTimeoutMs = options.updateTimeoutMs ?? 10_000;
+    this.selectorList = checkSelectors(options.selectors ?? []);
+    this.st = { status: checkStatus(options.status), reason: checkReason("statusReason", options.statusReason) };
+  }
+
+  /** The selectors the plugin registers with (empty: everything); the ones in effect are registered.selectors. */
+  get selectors(): readonly EventSelector[] {
+    return this.selectorList;
+  }
+
+  /** The status and reason the plugin reports: the last setStatus, else the options'. Every registration carries it. */
+  get status(): { readonly status: PluginStatus; readonly reason: string } {
+    return this.st;
+  }
+
+  /**
+   * Reports the plugin's status to nrid: PluginStatus.READY, NOT_READY or
+   * DEGRADED (or "READY", "NOT_READY", "DEGRADED"), with a reason for
+   * operators (UTF-8, at most 1024 bytes).
+   *
+   * The status holds until the next report, across registrations: when the
+   * plugin registers again (nrid restarted) it registers with the last
+   * status, so a NOT_READY plugin stays NOT_READY. What NOT_READY means for
+   * the plugin's events is nrid's policy (wait, fail or skip).
+   *
+   * While a registration is under way (in configure and the first
+   * synchronize, which come before nrid's Registered) it never rejects: once
+   * Configure named the instance the status is sent at once (nrid takes it
+   * from Configure on), and in any case again as soon as the plugin is
+   * registered.
+   *
+   * Throws an Error for an invalid status or reason; rejects with
+   * NotRegisteredError while the plugin is not registered nor registering
+   * (the status is kept and sent with the next registration), a ConnectError
+   * when nrid refuses the call (the status is kept all the same).
+   */
+  async setStatus(status: StatusInit, reason = "", timeoutMs?: number): Promise<void> {
+    const st = { status: checkStatus(status), reason: checkReason("reason", reason) };
+    this.st = st;
+    this.statusGen++;
+    const s = this.current;
+    const inst = this.instance;
+    if (!s || !inst) {
+      const p = this.pending;
+      if (p) {
+        // Sent once registered; at once too when Configure named the instance.
+        if (p.instance) {
+          await this.sendStatus(p, p.instance, st, timeoutMs).catch((e) =>
+            this.log.debug(`status ${PluginStatus[st.status]} not sent yet: ${String(e)}`),
+          );
+        }
+        return;
+      }
+      throw new NotRegisteredError(`plugin ${this.fullName} is not registered; status ${PluginStatus[st.status]} is sent with the next registration`);
+    }
+    await this.sendStatus(s, inst, st, timeoutMs);
+  }
+
+  /**
+   * Asks nrid for the runtime's state again ("my view changed") and resolves
+   * with the epoch of the Synchronize that will carry it. The state arrives
+   * as a Synchronize with that epoch and reason
+   * SyncReason.PLUGIN_REQUESTED, to the resync handler (or synchronize when
+   * there is none). Requests made while one is pending are merged into it
+   * (the same epoch comes back).
+   *
+   * nrid answers at once; the Synchronize follows, ordered with the plugin's
+   * events like any resynchronization. Throws for an invalid reason; rejects
+   * with NotRegisteredError while not registered, a ConnectError when nrid
+   * refuses.
+   */
+  async requestResync(reason = "", timeoutMs?: number): Promise<bigint> {
+    const r = checkReason("reason", reason);
+    const s = this.current;
+    const inst = this.instance;
+    if (!s || !inst) throw new NotRegisteredError(`plugin ${this.fullName} is not registered; nothing to resynchronize`);
+    const rsp = await s.client.requestResync(
+      { reason: r },
+      { timeoutMs: timeoutMs ?? this.updateTimeoutMs, headers: { [METADATA_INSTANCE_ID]: inst } },
+    );
+    this.log.debug(`resync requested (${r}): epoch ${rsp.epoch}`);
+    return rsp.epoch;
+  }
+
+  /** SetPluginStatus on session s, one call at a time (reports reach nrid in the order they were made). */
+  private sendStatus(s: Session, inst: string, st: { status: PluginStatus; reason: string }, timeoutMs?: number): Promise<void> {
+    const call = this.statusChain.then(async () => {
+      await s.client.setPluginStatus(
+        { status: st.status, reason: st.reason },
+        { timeoutMs: timeoutMs ?? this.updateTimeoutMs, headers: { [METADATA_INSTANCE_ID]: inst } },
+      );
+      this.log.info(`status ${PluginStatus[st.status]}: ${st.reason}`);
+    });
+    this.statusChain = call.catch(() => undefined);
+    return call;
   }
 
   /** The server's answer to the current registration, or undefined. */
@@ -719,7 +840,8 @@ export class Plugin {
     }
   }
 
-  private registerRequest(): RegisterPluginRequest {
+  private registerRequest(s: Session): RegisterPluginRequest {
+    s.statusGen = this.statusGen;
     return create(RegisterPluginRequestSchema, {
       pluginName: this.name,
       pluginIdx: this.index,
@@ -728,6 +850,9 @@ export class Plugin {
       capabilities: this.capabilities,
       timeouts: this.timeouts,
       pluginVersion: this.pluginVersion,
+      selectors: this.selectorList,
+      status: this.st.status,
+      statusReason: this.st.reason,
     });
   }
 
@@ -751,7 +876,7 @@ export class Plugin {
       createConnection: () => net.createConnection(this.serverPath),
     });
     const transport = createGrpcTransport({ baseUrl: "http://localhost", sessionManager: sm, readMaxBytes: DEFAULT_MAX_MESSAGE_SIZE });
-    const s: Session = { sm, client: createClient(RuntimeService, transport), instance: "" };
+    const s: Session = { sm, client: createClient(RuntimeService, transport), instance: "", statusGen: 0 };
     const ac = new AbortController();
     const onStop = () => ac.abort();
     stop.addEventListener("abort", onStop);
@@ -760,7 +885,7 @@ export class Plugin {
     this.sync = undefined;
     const res: SessionResult = { registered: false };
     try {
-      const stream = s.client.registerPlugin(this.registerRequest(), { signal: ac.signal });
+      const stream = s.client.registerPlugin(this.registerRequest(s), { signal: ac.signal });
       for await (const msg of stream) {
         if (!res.registered) {
           this.pending = undefined;
@@ -779,8 +904,15 @@ export class Plugin {
           this.notify();
           this.setHealth(ServingStatus.SERVING);
           this.log.info(
-            `registered: instance ${reg.instanceId}, server ${reg.serverVersion}, runtime ${reg.runtimeName}, identity ${reg.identity}, events ${eventNames(reg.events).join(",")}`,
+            `registered: instance ${reg.instanceId}, server ${reg.serverVersion}, runtime ${reg.runtimeName}, identity ${reg.identity}, events ${eventNames(reg.events).join(",")}, selectors ${reg.selectors.length}, status ${PluginStatus[this.st.status]}`,
           );
+          if (this.statusGen !== s.statusGen) {
+            // The status changed while the registration was pending: its
+            // request carried an older one.
+            this.sendStatus(s, reg.instanceId, this.st).catch((e) =>
+              this.log.debug(`status ${PluginStatus[this.st.status]} not sent: ${String(e)}`),
+            );
+          }
         }
       }
     } catch (e) {

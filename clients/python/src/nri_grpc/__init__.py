@@ -27,6 +27,7 @@ from . import api, events  # noqa: E402
 from .adjust import Adjustment, Update, evict, is_marked_for_removal, mark_for_removal  # noqa: E402
 from .errors import NotRegistered, NriError, RegistrationRefused, StatusError  # noqa: E402
 from .events import event_mask, event_name, mask_events, parse_events  # noqa: E402
+from .selectors import check_selectors, selector  # noqa: E402
 from .plugin import (  # noqa: E402
     DEFAULT_SERVER_ADDRESS,
     DEFAULT_SOCKET_DIR,
@@ -70,6 +71,7 @@ __all__ = [
     "api",
     "check_index",
     "check_name",
+    "check_selectors",
     "event_mask",
     "event_name",
     "events",
@@ -81,4 +83,5 @@ __all__ = [
     "parse_name",
     "peer_uid",
     "run",
+    "selector",
 ]

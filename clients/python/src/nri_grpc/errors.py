@@ -49,4 +49,6 @@ class RegistrationRefused(NriError):
 
 
 class NotRegistered(NriError):
-    """Plugin.update_containers was called while the plugin is not registered."""
+    """Plugin.update_containers, set_status or request_resync was called while
+    the plugin is not registered (set_status keeps the status for the next
+    registration all the same)."""

@@ -25,6 +25,7 @@ from . import reflection
 from ._version import PROTOCOL, __version__
 from .errors import NotRegistered, RegistrationRefused, StatusError
 from .events import EVENT_OF_METHOD, HANDLER_NAMES, event_mask, event_name, event_names
+from .selectors import check_reason, check_selectors, check_status, status_name
 from .gen.nri.v1beta1 import plugin_service_pb2 as ps
 from .gen.nri.v1beta1 import plugin_service_pb2_grpc as ps_grpc
 from .gen.nri.v1beta1 import runtime_service_pb2 as rs
@@ -78,6 +79,7 @@ _FATAL_REFUSALS = {
     "REGISTRATION_REFUSAL_INVALID_CAPABILITIES",
     "REGISTRATION_REFUSAL_NOT_PERMITTED",
     "REGISTRATION_REFUSAL_PEER_MISMATCH",
+    "REGISTRATION_REFUSAL_INVALID_SELECTORS",
 }
 _FATAL_CODES = {
     grpc.StatusCode.UNAUTHENTICATED,
@@ -271,6 +273,8 @@ async def _maybe_await(v: Any) -> Any:
 class _Session:
     channel: grpc.aio.Channel
     instance: str = ""
+    #: The status generation the RegisterPluginRequest carried.
+    status_gen: int = 0
 
 
 @dataclass
@@ -323,11 +327,21 @@ class Plugin:
       failure_policy: the FailurePolicy to ask for (a Configure handler may
         override it per registration).
       plugin_version: shown by AdminService.
+      selectors: EventSelectors (``nri_grpc.selector(...)`` or
+        ``api.EventSelector``): receive only the events and state of the
+        pods and containers one of them matches (default: everything).
+        Sent with every registration; ``registered.selectors`` is what nrid
+        put in effect.
+      status, status_reason: the status to register with (default READY;
+        NOT_READY for a plugin that must warm up first, then
+        ``set_status``). After ``set_status`` every later registration
+        (nrid restarted) carries the last status reported.
       logger: a logging.Logger (default: logging.getLogger("nri_grpc")).
       backoff: (first, limit) of the re-registration backoff in seconds
         (default 0.1 to 10), while nrid serves and refuses; while nrid is
         away, the plugin registers as soon as its socket accepts connections.
-      update_timeout: default deadline of update_containers, seconds.
+      update_timeout: default deadline of update_containers, set_status
+        and request_resync, seconds.
 
     Authentication: grpcio does not show a server the peer credentials of
     its callers, so this SDK cannot check the caller's uid the way the Go SDK
@@ -356,6 +370,9 @@ class Plugin:
         timeouts: Optional[Timeouts] = None,
         failure_policy: Optional[t.FailurePolicy] = None,
         plugin_version: str = "",
+        selectors: Iterable[t.EventSelector] = (),
+        status: Any = None,
+        status_reason: str = "",
         logger: Optional[logging.Logger] = None,
         backoff: tuple[float, float] = (0.1, 10.0),
         update_timeout: float = 10.0,
@@ -441,6 +458,17 @@ class Plugin:
             self._timeouts = pt
         self._failure_policy = failure_policy
         self._plugin_version = plugin_version
+        self._selectors = tuple(check_selectors(selectors))
+        # The status registrations carry: the constructor's, then the last
+        # one set_status was given. _status_gen counts changes, so that a
+        # change made while a registration was pending is sent after it.
+        self._status = (check_status(status), check_reason("status_reason", status_reason))
+        self._status_gen = 0
+        self._status_lock: Optional[asyncio.Lock] = None
+        # A RegisterPlugin call is under way and not answered yet.
+        self._registering = False
+        # Background tasks (status catch-ups), referenced until done.
+        self._tasks: set[asyncio.Task] = set()
         self._backoff = (first, limit)
         self._update_timeout = update_timeout
 
@@ -470,6 +498,109 @@ class Plugin:
     def instance_id(self) -> str:
         """The current instance id ("" when none)."""
         return self._instance
+
+    @property
+    def selectors(self) -> tuple[t.EventSelector, ...]:
+        """The selectors the plugin registers with (empty: everything). The
+        ones in effect are ``registered.selectors``."""
+        return self._selectors
+
+    @property
+    def status(self) -> tuple[int, str]:
+        """The status and reason the plugin reports: the last set_status,
+        else the constructor's. Every registration carries it."""
+        return self._status
+
+    async def set_status(self, status: Any, reason: str = "", timeout: Optional[float] = None) -> None:
+        """Reports the plugin's status to nrid: api.PLUGIN_STATUS_READY,
+        NOT_READY or DEGRADED (or "READY", "NOT_READY", "DEGRADED"), with a
+        reason for operators (UTF-8, at most 1024 bytes).
+
+        The status holds until the next report, across registrations: when
+        the plugin registers again (nrid restarted) it registers with the
+        last status, so a NOT_READY plugin stays NOT_READY. What NOT_READY
+        means for the plugin's events is nrid's policy (wait, fail or skip).
+
+        While a registration is under way (in ``configure`` and the first
+        ``synchronize``, which come before nrid's Registered) it never
+        fails: once Configure named the instance the status is sent at once
+        (nrid takes it from Configure on), and in any case again as soon as
+        the plugin is registered.
+
+        Raises ValueError for an invalid status or reason; NotRegistered
+        while the plugin is not registered nor registering (the status is
+        kept and sent with the next registration); grpc.aio.AioRpcError when
+        nrid refuses the call (the status is kept all the same).
+        """
+        status = check_status(status)
+        reason = check_reason("reason", reason)
+        self._status = (status, reason)
+        self._status_gen += 1
+        s, inst = self._current, self._instance
+        if s is None or not inst:
+            if self._registering:
+                # Sent once registered (_catch_up_status); at once too when
+                # Configure named the instance.
+                pending = self._pending
+                if pending is not None and pending.instance:
+                    try:
+                        await self._send_status(pending, pending.instance, status, reason, timeout)
+                    except grpc.aio.AioRpcError as e:
+                        self._log.debug("status %s not sent yet: %s", status_name(status), e.details())
+                return
+            raise NotRegistered(
+                f"plugin {self.full_name} is not registered; status {status_name(status)} is sent with the next registration"
+            )
+        await self._send_status(s, inst, status, reason, timeout)
+
+    async def request_resync(self, reason: str = "", timeout: Optional[float] = None) -> int:
+        """Asks nrid for the runtime's state again ("my view changed") and
+        returns the epoch of the Synchronize that will carry it. The state
+        arrives as a Synchronize with that epoch and reason
+        SYNC_REASON_PLUGIN_REQUESTED, to the ``resync`` handler (or
+        ``synchronize`` when there is none). Requests made while one is
+        pending are merged into it (the same epoch comes back).
+
+        nrid answers at once; the Synchronize follows, ordered with the
+        plugin's events like any resynchronization. Raises ValueError for an
+        invalid reason, NotRegistered while the plugin is not registered,
+        grpc.aio.AioRpcError when nrid refuses.
+        """
+        reason = check_reason("reason", reason)
+        s, inst = self._current, self._instance
+        if s is None or not inst:
+            raise NotRegistered(f"plugin {self.full_name} is not registered; nothing to resynchronize")
+        rsp = await rs_grpc.RuntimeServiceStub(s.channel).RequestResync(
+            rs.RequestResyncRequest(reason=reason),
+            timeout=timeout if timeout is not None else self._update_timeout,
+            metadata=((METADATA_INSTANCE_ID, inst),),
+        )
+        self._log.debug("resync requested (%s): epoch %d", reason, rsp.epoch)
+        return rsp.epoch
+
+    async def _send_status(self, s: _Session, inst: str, status: int, reason: str, timeout: Optional[float]) -> None:
+        """SetPluginStatus on the session s, one call at a time (reports
+        reach nrid in the order they were made)."""
+        if self._status_lock is None:
+            self._status_lock = asyncio.Lock()
+        async with self._status_lock:
+            await rs_grpc.RuntimeServiceStub(s.channel).SetPluginStatus(
+                rs.SetPluginStatusRequest(status=status, reason=reason),
+                timeout=timeout if timeout is not None else self._update_timeout,
+                metadata=((METADATA_INSTANCE_ID, inst),),
+            )
+        self._log.info("status %s: %s", status_name(status), reason)
+
+    async def _catch_up_status(self, s: _Session, inst: str) -> None:
+        """Sends the status when it changed while registration s was pending
+        (its request carried an older one)."""
+        if self._status_gen == s.status_gen:
+            return
+        status, reason = self._status
+        try:
+            await self._send_status(s, inst, status, reason, None)
+        except grpc.aio.AioRpcError as e:  # the session ended; the next one carries it
+            self._log.debug("status %s not sent: %s", status_name(status), e.details())
 
     async def wait_registered(self, timeout: Optional[float] = None) -> rs.Registered:
         """Waits until the plugin is registered and returns the registration.
@@ -669,7 +800,10 @@ class Plugin:
                 pass
         return not self._stop_event.is_set()
 
-    def _register_request(self) -> rs.RegisterPluginRequest:
+    def _register_request(self, s: Optional[_Session] = None) -> rs.RegisterPluginRequest:
+        status, reason = self._status
+        if s is not None:
+            s.status_gen = self._status_gen
         req = rs.RegisterPluginRequest(
             plugin_name=self.name,
             plugin_idx=self.index,
@@ -677,6 +811,9 @@ class Plugin:
             endpoint=self.endpoint,
             capabilities=self.capabilities,
             plugin_version=self._plugin_version,
+            selectors=self._selectors,
+            status=status,
+            status_reason=reason,
         )
         if self._timeouts is not None:
             req.timeouts.CopyFrom(self._timeouts)
@@ -712,7 +849,8 @@ class Plugin:
         res = _SessionResult()
         call = None
         try:
-            call = rs_grpc.RuntimeServiceStub(channel).RegisterPlugin(self._register_request())
+            self._registering = True
+            call = rs_grpc.RuntimeServiceStub(channel).RegisterPlugin(self._register_request(s))
             first = await call.read()
             self._pending = None
             if first is grpc.aio.EOF or not first.HasField("registered"):
@@ -731,14 +869,21 @@ class Plugin:
             res.registered = True
             await self._set_health(health_pb2.HealthCheckResponse.SERVING)
             self._current, self._registered = s, reg
+            self._registering = False
             self._notify()
+            if self._status_gen != s.status_gen:
+                task = asyncio.ensure_future(self._catch_up_status(s, reg.instance_id))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
             self._log.info(
-                "registered: instance %s, server %s, runtime %s, identity %s, events %s",
+                "registered: instance %s, server %s, runtime %s, identity %s, events %s, selectors %d, status %s",
                 reg.instance_id,
                 reg.server_version,
                 reg.runtime_name,
                 reg.identity,
                 ",".join(event_names(reg.events)),
+                len(reg.selectors),
+                status_name(self._status[0]),
             )
             while True:
                 msg = await call.read()
@@ -754,6 +899,7 @@ class Plugin:
             raise
         finally:
             self._pending = None
+            self._registering = False
             # Health first: by the time `registered` is None (and
             # wait_registered's waiters wake), health says NOT_SERVING.
             if res.registered:

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+)
+
+// TestPluginsShowSelectors: `nrictl plugins` shows each plugin's selectors
+// (compact, "all" without) and how many events they filtered; the JSON has
+// them in full.
+func TestPluginsShowSelectors(t *testing.T) {
+	n := startNrid(t)
+	sel := &nriv1beta1.EventSelector{Namespaces: []string{"kube-system", "monitoring"}, PodLabels: "app=node-exporter",
+		ContainerNames: []string{"exporter-*"}}
+	n.plugin("10", "sel", func(p *testplugin.Plugin) { p.Selectors = []*nriv1beta1.EventSelector{sel} })
+	n.plugin("20", "all", nil)
+	n.lifecycle(1) // pod in "production": filtered out for 10-sel
+	out := n.must("plugins")
+	contains(t, "plugins", out, "FILTERED", "SELECTORS", "ns=kube-system|monitoring labels=app=no…")
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 12 && f[0] == "10-sel" && f[11] == "0" {
+			t.Errorf("10-sel filtered nothing:\n%s", out)
+		}
+		if len(f) > 12 && f[0] == "20-all" && (f[11] != "0" || f[12] != "all") {
+			t.Errorf("20-all: filtered %s, selectors %s:\n%s", f[11], f[12], out)
+		}
+	}
+	contains(t, "plugins -wide", n.must("plugins", "-wide"), "ns=kube-system|monitoring labels=app=node-exporter names=exporter-*")
+	var rsp nriv1beta1.ListPluginsResponse
+	parseJSON(t, n.must("-o", "json", "plugins"), &rsp)
+	p := rsp.GetPlugins()[0]
+	if len(p.GetSelectors()) != 1 || p.GetSelectors()[0].GetPodLabels() != "app=node-exporter" || p.GetCounters().GetFiltered() == 0 {
+		t.Errorf("plugins JSON: %v", p)
+	}
+}

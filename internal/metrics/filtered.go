@@ -1,0 +1,29 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+)
+
+// initFiltered creates and registers nri_plugin_filtered_events_total.
+func (m *Metrics) initFiltered() {
+	m.filtered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "plugin", Name: "filtered_events_total",
+		Help: "Events a plugin subscribed to but was not given because its event selectors exclude the pod or container, by plugin and event.",
+	}, []string{"plugin", "event"})
+	m.reg.MustRegister(m.filtered)
+}
+
+// Filtered counts one event plugin subscribed to but was not given because
+// its selectors exclude the event's pod or container. It implements
+// server.FilterMetrics. The plugin label is bounded as for every metric
+// (WithMaxPlugins); the event label is the event's name.
+func (m *Metrics) Filtered(plugin string, event nriv1beta1.Event) {
+	ev := int(event)
+	name := enumLabel(event.String(), "EVENT_")
+	if ev >= 0 && ev < len(m.eventNames) {
+		name = m.eventNames[ev]
+	}
+	m.filtered.WithLabelValues(m.lookup(plugin).label, name).Inc()
+}
