@@ -144,6 +144,7 @@ func (s *serving) loadGate() {
 			d.log.Warn("restart gate: the list of registered plugins is unreadable; not waiting for any", "error", err)
 			s.gate = nil
 		}
+		rememberSelectors(d.srv, s.gate, d.log)
 	}
 	s.grace = d.cfg.Server.RestartGrace.D()
 	s.gated = len(s.gate) > 0 && s.grace > 0
