@@ -171,6 +171,9 @@ type classicEnv struct {
 	ctrs        []*v1alpha1.Container
 	caller      string // the plugin whose UpdateContainers is in flight (classic-direct)
 	registering string // the plugin being synchronized (classic-direct)
+	// selectors the operator gives the classic plugins (classic-bridged:
+	// bridge.WithClassicSelectors), by full name.
+	selectors map[string][]*nriv1beta1.EventSelector
 
 	updMu sync.Mutex // one harness-initiated UpdateContainers at a time, so the runtime's updates can be attributed
 }
@@ -330,7 +333,8 @@ func newClassicEnv(t *testing.T, o conformance.Options, bridged bool) (*classicE
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps, err := bridge.NewPluginSide(srv, bridge.WithPluginLogger(logger.With("side", "plugin")))
+		ps, err := bridge.NewPluginSide(srv, bridge.WithPluginLogger(logger.With("side", "plugin")),
+			bridge.WithClassicSelectors(e.classicSelectors))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,6 +433,14 @@ func (e *classicEnv) SetState(t *testing.T, pods []*nriv1beta1.PodSandbox, ctrs 
 	e.waitSynchronized(t)
 }
 
+// classicSelectors are the selectors the operator gives the classic plugin
+// full: those of its spec.
+func (e *classicEnv) classicSelectors(full string) []*nriv1beta1.EventSelector {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.selectors[full]
+}
+
 func (e *classicEnv) StartPlugin(t *testing.T, spec *conformance.PluginSpec) conformance.Plugin {
 	t.Helper()
 	p, err := e.TryStartPlugin(t, spec)
@@ -450,6 +462,17 @@ func (e *classicEnv) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) 
 		t.Skip("classic plugins cannot ask for timeouts (nri-grpc's registration)")
 	}
 	full := spec.Full()
+	if len(spec.Selectors) > 0 {
+		if !e.bridged {
+			t.Skip("classic NRI has no event selectors")
+		}
+		e.mu.Lock()
+		if e.selectors == nil {
+			e.selectors = map[string][]*nriv1beta1.EventSelector{}
+		}
+		e.selectors[full] = spec.Selectors
+		e.mu.Unlock()
+	}
 	p := &classicPlugin{e: e, spec: spec, full: full, closedC: make(chan struct{}), doneC: make(chan struct{}), syncC: make(chan error, 1),
 		earlier: map[string]bool{}}
 	if e.bridged {

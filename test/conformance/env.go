@@ -139,6 +139,10 @@ type PluginSpec struct {
 	// Capabilities and Timeouts are declared at registration.
 	Capabilities *nriv1beta1.Capabilities
 	Timeouts     *nriv1beta1.Timeouts
+	// Selectors are the plugin's event selectors (declared at
+	// registration; operator-imposed for classic plugins behind the
+	// bridge).
+	Selectors []*nriv1beta1.EventSelector
 
 	OnCreateContainer func(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error)
 	OnUpdateContainer func(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error)

@@ -159,6 +159,7 @@ func (b *base) TryStartPlugin(t *testing.T, spec *conformance.PluginSpec) (confo
 		FailurePolicy:     spec.FailurePolicy,
 		Capabilities:      spec.Capabilities,
 		Timeouts:          spec.Timeouts,
+		Selectors:         spec.Selectors,
 		Log:               testplugin.NewLog(),
 		OnCreateContainer: spec.OnCreateContainer,
 		OnUpdateContainer: spec.OnUpdateContainer,
