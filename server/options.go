@@ -141,6 +141,11 @@ type PluginPolicy struct {
 	KeepConnected *bool
 	// MaxTimeout caps this plugin's timeouts when non-zero.
 	MaxTimeout time.Duration
+	// Selectors are the operator's event selectors for the plugin: they
+	// apply when it registers without selectors of its own (a classic
+	// plugin behind the bridge always does); a plugin's own selectors win
+	// (selectors.go).
+	Selectors []*nriv1beta1.EventSelector
 }
 
 // WithMetrics sets the metrics sink (default, and for nil: none).

@@ -462,3 +462,29 @@ func TestUpdatesOutsideSelectorsFail(t *testing.T) {
 	}
 }
 
+
+// TestOperatorSelectors: the operator's selectors (PluginPolicy.Selectors)
+// apply to a plugin that registers without its own; a plugin's own win.
+func TestOperatorSelectors(t *testing.T) {
+	h := newHarness(t, server.WithPluginPolicy(func(_, full string) *server.PluginPolicy {
+		return &server.PluginPolicy{Selectors: inNamespaces("a")}
+	}))
+	h.plugin("10", "plain", nil)
+	own := h.plugin("20", "own", func(p *testplugin.Plugin) { p.Selectors = inNamespaces("b") })
+	if got := info(t, h, "10-plain").GetSelectors(); len(got) != 1 || got[0].GetNamespaces()[0] != "a" {
+		t.Fatalf("10-plain's selectors %v, want the operator's", got)
+	}
+	if got := own.Registered().GetSelectors(); len(got) != 1 || got[0].GetNamespaces()[0] != "b" {
+		t.Fatalf("20-own's selectors %v, want its own", got)
+	}
+	for n, ns := range []string{"a", "b", "c"} {
+		if err := h.srv.RunPodSandbox(h.ctx(), &nriv1beta1.RunPodSandboxRequest{Pod: podIn(n, ns)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, c := range h.log.Calls("RunPodSandbox") {
+		got = append(got, c.Plugin+"@"+c.Req.(*nriv1beta1.RunPodSandboxRequest).GetPod().GetNamespace())
+	}
+	eq(t, "calls", got, []string{"10-plain@a", "20-own@b"})
+}

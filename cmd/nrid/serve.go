@@ -144,8 +144,8 @@ func (s *serving) loadGate() {
 			d.log.Warn("restart gate: the list of registered plugins is unreadable; not waiting for any", "error", err)
 			s.gate = nil
 		}
-		rememberSelectors(d.srv, s.gate, d.log)
 	}
+	rememberSelectors(d.srv, s.gate, d.policy.Selectors(), d.log)
 	s.grace = d.cfg.Server.RestartGrace.D()
 	s.gated = len(s.gate) > 0 && s.grace > 0
 	if s.gated || d.cfg.Runtime.Required {

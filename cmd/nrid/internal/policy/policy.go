@@ -28,6 +28,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -45,6 +46,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/selector"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/transport"
 )
@@ -83,6 +85,7 @@ type Policy struct {
 type pluginSettings struct {
 	required, keepConnected *bool
 	maxTimeout              time.Duration
+	selectors               []*nriv1beta1.EventSelector
 }
 
 var _ server.Authorizer = (*Policy)(nil)
@@ -135,6 +138,10 @@ func New(rules []Rule, o Options) (*Policy, error) {
 				return nil, &RuleError{Key: key("max_timeout"), Err: fmt.Errorf("%q is not a positive duration (for example \"2s\")", pr.MaxTimeout)}
 			}
 			s.maxTimeout = d
+		}
+		var serr *selector.Error
+		if s.selectors, serr = compileSelectors(pr.Selectors); serr != nil {
+			return nil, &RuleError{Key: key(serr.Field), Err: errors.New(serr.Rule)}
 		}
 		p.plugins[pr.Name] = s
 		if pr.Required != nil && *pr.Required {
@@ -463,6 +470,7 @@ func (p *Policy) PluginPolicy(identity, full string) *server.PluginPolicy {
 		out.Required = s.required
 		out.KeepConnected = s.keepConnected
 		out.MaxTimeout = s.maxTimeout
+		out.Selectors = s.selectors
 	}
 	if out.Required == nil && g.grant&GrantMayFail == 0 {
 		no := false
@@ -471,7 +479,7 @@ func (p *Policy) PluginPolicy(identity, full string) *server.PluginPolicy {
 	if g.maxTimeout > 0 && (out.MaxTimeout == 0 || g.maxTimeout < out.MaxTimeout) {
 		out.MaxTimeout = g.maxTimeout
 	}
-	if !ok && out.Required == nil && out.MaxTimeout == 0 {
+	if !ok && out.Required == nil && out.MaxTimeout == 0 && out.Selectors == nil {
 		return nil
 	}
 	return out
@@ -534,4 +542,38 @@ func (p *Policy) mayRegisterSome(identity string) bool {
 		}
 	}
 	return false
+}
+
+// compileSelectors checks a [[plugin]] entry's selectors with the server's
+// rules; an error's Field is "selectors[i].field".
+func compileSelectors(rules []SelectorRule) ([]*nriv1beta1.EventSelector, *selector.Error) {
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	sels := make([]*nriv1beta1.EventSelector, len(rules))
+	for i, r := range rules {
+		sels[i] = &nriv1beta1.EventSelector{Namespaces: r.Namespaces, PodLabels: r.PodLabels,
+			ContainerNames: r.ContainerNames, RuntimeHandlers: r.RuntimeHandlers}
+	}
+	if _, err := selector.Compile(sels); err != nil {
+		var se *selector.Error
+		if errors.As(err, &se) {
+			return nil, se
+		}
+		return nil, &selector.Error{Field: "selectors", Rule: err.Error()}
+	}
+	return sels, nil
+}
+
+// Selectors returns the selectors of the [[plugin]] entries that name one
+// plugin ("NN-name") and have selectors, by full name: what those plugins
+// select while they are absent (server.RememberSelectors).
+func (p *Policy) Selectors() map[string][]*nriv1beta1.EventSelector {
+	out := map[string][]*nriv1beta1.EventSelector{}
+	for name, s := range p.plugins {
+		if len(s.selectors) > 0 && len(name) > 3 && name[2] == '-' && name[0] >= '0' && name[0] <= '9' && name[1] >= '0' && name[1] <= '9' {
+			out[name] = s.selectors
+		}
+	}
+	return out
 }
