@@ -48,7 +48,9 @@ func lifecycleIn(t *testing.T, h *harness, n int, ns string, c int) {
 			_, err := h.srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr})
 			return err
 		},
-		func() error { return h.srv.StartContainer(ctx, &nriv1beta1.StartContainerRequest{Pod: pod, Container: ctr}) },
+		func() error {
+			return h.srv.StartContainer(ctx, &nriv1beta1.StartContainerRequest{Pod: pod, Container: ctr})
+		},
 		func() error {
 			_, err := h.srv.StopContainer(ctx, &nriv1beta1.StopContainerRequest{Pod: pod, Container: ctr})
 			return err
@@ -461,7 +463,6 @@ func TestUpdatesOutsideSelectorsFail(t *testing.T) {
 		t.Fatalf("runtime got %v / %v", updates, evicts)
 	}
 }
-
 
 // TestOperatorSelectors: the operator's selectors (PluginPolicy.Selectors)
 // apply to a plugin that registers without its own; a plugin's own win.

@@ -126,4 +126,3 @@ func init() {
 		eq(s, "selected pods", got, []string{"pod0", "pod4"})
 	})
 }
-
