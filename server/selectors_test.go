@@ -489,3 +489,35 @@ func TestOperatorSelectors(t *testing.T) {
 	}
 	eq(t, "calls", got, []string{"10-plain@a", "20-own@b"})
 }
+
+// TestFilteredPluginTakesNoBudgetShare: a later plugin whose selectors
+// exclude the event keeps no reserve of the caller's budget: the first
+// plugin may use all of it (with the later plugin counted it would keep a
+// quarter back).
+func TestFilteredPluginTakesNoBudgetShare(t *testing.T) {
+	h := newHarness(t, server.WithMaxTimeout(time.Hour))
+	long := &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour)}
+	left := make(chan time.Duration, 1)
+	h.plugin("10", "first", func(p *testplugin.Plugin) {
+		p.Timeouts = long
+		p.Handle = func(ctx context.Context, method string, _ proto.Message) error {
+			if d, ok := ctx.Deadline(); ok && method == "RunPodSandbox" {
+				left <- time.Until(d)
+			}
+			return nil
+		}
+	})
+	h.plugin("20", "sel", func(p *testplugin.Plugin) {
+		p.Timeouts = long
+		p.Selectors = inNamespaces("elsewhere")
+	})
+	const budget = 40 * time.Second
+	if err := h.srv.RunPodSandbox(h.ctx(), &nriv1beta1.RunPodSandboxRequest{Pod: podIn(1, "a")},
+		server.Budget(time.Now().Add(budget))); err != nil {
+		t.Fatal(err)
+	}
+	// Counted, 20-sel would keep budget/4 (10 s) back from 10-first.
+	if got := <-left; got <= budget*3/4 {
+		t.Fatalf("10-first was allowed %v of a %v budget: the filtered plugin kept a reserve", got, budget)
+	}
+}
