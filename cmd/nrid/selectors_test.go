@@ -48,3 +48,19 @@ func TestRestartGateRemembersSelectors(t *testing.T) {
 		Pod: sys, Container: fixture.Container(2, 0)})
 	wantCode(t, "CreateContainer of a kube-system pod without 10-sys", err, codes.Unavailable, `required plugins ["10-sys"] not present`)
 }
+
+// TestConfiguredSelectors: a required [[plugin]] entry with selectors makes
+// its absent plugin required only for the pods they select.
+func TestConfiguredSelectors(t *testing.T) {
+	cfg := "[[plugin]]\nname = \"10-sys\"\nrequired = true\nselectors = [{ namespaces = [\"kube-system\"] }]\n"
+	n := startNrid(t, cfg)
+	cc := n.conn(t)
+	if _, err := createContainer(t, cc, 1); err != nil { // fixture pods are in "production"
+		t.Fatalf("a pod 10-sys does not select: %v", err)
+	}
+	sys := fixture.Pod(2)
+	sys.Namespace = "kube-system"
+	_, err := nriv1beta1.NewAdaptationServiceClient(cc).CreateContainer(testCtx(t), &nriv1beta1.AdaptationServiceCreateContainerRequest{
+		Pod: sys, Container: fixture.Container(2, 0)})
+	wantCode(t, "CreateContainer of a kube-system pod without 10-sys", err, codes.Unavailable, `"10-sys"`)
+}
