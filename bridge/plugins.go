@@ -32,9 +32,10 @@ const classicMaxMessage = 4<<20 - 64<<10
 // plugin connection becomes one in-process plugin of the server, with its
 // own name and index, interleaved with gRPC plugins by index.
 type PluginSide struct {
-	srv     *server.Server
-	log     *slog.Logger
-	regWait time.Duration
+	srv       *server.Server
+	log       *slog.Logger
+	regWait   time.Duration
+	selectors func(full string) []*nriv1beta1.EventSelector // nil: none
 
 	mu    sync.Mutex
 	conns map[*classicConn]struct{}
@@ -47,8 +48,19 @@ type PluginOption func(*pluginOptions)
 
 // pluginOptions is what PluginOptions record.
 type pluginOptions struct {
-	log     *slog.Logger
-	regWait time.Duration
+	log       *slog.Logger
+	regWait   time.Duration
+	selectors func(full string) []*nriv1beta1.EventSelector
+}
+
+// WithClassicSelectors gives classic plugins, which cannot declare event
+// selectors, the selectors of selectors(full) ("NN-name"; nil or empty:
+// everything): the server then sends such a plugin only the events and the
+// Synchronize state of what they select, as for a gRPC plugin that
+// registered with them. Invalid selectors refuse the plugin's
+// registration (logged). nrid sets it from [[plugin]] selectors.
+func WithClassicSelectors(selectors func(full string) []*nriv1beta1.EventSelector) PluginOption {
+	return func(o *pluginOptions) { o.selectors = selectors }
 }
 
 // WithPluginLogger sets the logger (default, and for nil: slog.Default()).
@@ -77,7 +89,7 @@ func NewPluginSide(srv *server.Server, opts ...PluginOption) (*PluginSide, error
 	if o.log == nil {
 		o.log = slog.Default()
 	}
-	return &PluginSide{srv: srv, log: o.log, regWait: o.regWait, conns: map[*classicConn]struct{}{}}, nil
+	return &PluginSide{srv: srv, log: o.log, regWait: o.regWait, selectors: o.selectors, conns: map[*classicConn]struct{}{}}, nil
 }
 
 // Serve accepts classic plugins on lis (a unix socket, where unmodified
@@ -223,7 +235,12 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 		name, idx, config = slot.name, slot.idx, string(slot.config)
 	}
 	cc.full = idx + "-" + name
+	var sels []*nriv1beta1.EventSelector
+	if ps.selectors != nil {
+		sels = ps.selectors(cc.full)
+	}
 	h, err := ps.srv.RegisterInProcess(ctx, server.Registration{
+		Selectors:    sels,
 		Name:         name,
 		Index:        idx,
 		Identity:     identity,

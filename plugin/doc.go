@@ -62,6 +62,23 @@
 // NRI_GRPC_PLUGIN_NAME overrides WithName): they belong in the constructor
 // anyway, and there they are all in one place.
 //
+// Event selectors: WithSelectors declares which pods and containers the
+// plugin is about (namespaces, a Kubernetes label selector on the pod's
+// labels, container-name globs, runtime handlers). The server then sends
+// the plugin only their events and their Synchronize state, never waits
+// for it on other pods' events, and requires a required plugin only for
+// what it selects (docs/PROTOCOL.md §20). The selectors are sent at every
+// (re-)registration; Selectors (or Registered().GetSelectors()) is what
+// the server put in effect. Package selector checks and matches selectors
+// with the server's own rules:
+//
+//	p, err := plugin.New(gpuHook{}, plugin.WithName("gpu-hook"), plugin.WithIndex("40"),
+//		plugin.WithSelectors(&nriv1beta1.EventSelector{
+//			Namespaces:      []string{"ml"},
+//			PodLabels:       "gpu in (a100, h100)",
+//			RuntimeHandlers: []string{"nvidia"},
+//		}))
+//
 // Package nri holds what the SDK shares with the server: event masks
 // (nri.EventMask, nri.ParseEventMask), the metadata keys, effective
 // annotations (nri.EffectiveAnnotation) and reading dispatch failures.

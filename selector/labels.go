@@ -420,7 +420,9 @@ func checkName(s string) error {
 	return nil
 }
 
-func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
 
 // checkDNSSubdomain checks a DNS subdomain (RFC 1123): at most 253
 // characters, dot-separated labels of lower-case alphanumerics and '-',

@@ -227,12 +227,12 @@ func MatchName(pattern, name string) bool {
 	starP, starN := -1, 0
 	for n < len(name) {
 		if p < len(pattern) {
-			switch pc := pattern[p]; {
-			case pc == '*':
+			switch pattern[p] {
+			case '*':
 				starP, starN = p, n
 				p++
 				continue
-			case pc == '?':
+			case '?':
 				_, size := utf8.DecodeRuneInString(name[n:])
 				p, n = p+1, n+size
 				continue

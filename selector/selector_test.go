@@ -69,11 +69,11 @@ func TestParseLabelsRefuses(t *testing.T) {
 		{"!x=a", "expected ',' or the end"},
 		{"in=a", "expected a label key"},
 		{"=a", "expected a label key"},
-		{"x==", ""},                          // empty value: fine
-		{"-x=a", "label key"},                // name must start alphanumeric
-		{"x_=a", "label key"},                // nor end with '_'
-		{"Example.com/x=a", "prefix"},        // prefix is lower case
-		{"a/b/c", "at most one '/'"},         // one slash
+		{"x==", ""},                   // empty value: fine
+		{"-x=a", "label key"},         // name must start alphanumeric
+		{"x_=a", "label key"},         // nor end with '_'
+		{"Example.com/x=a", "prefix"}, // prefix is lower case
+		{"a/b/c", "at most one '/'"},  // one slash
 		{"example.com/=a", "must not be empty"},
 		{"x=" + strings.Repeat("v", 64), "at most 63"},
 		{strings.Repeat("k", 64), "at most 63"},

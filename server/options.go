@@ -147,6 +147,11 @@ type PluginPolicy struct {
 	// NotReady is what the plugin's NOT_READY status means for its events;
 	// UNSPECIFIED: the server's default (WithNotReadyPolicy).
 	NotReady nriv1beta1.NotReadyPolicy
+	// Selectors are the operator's event selectors for the plugin: they
+	// apply when it registers without selectors of its own (a classic
+	// plugin behind the bridge always does); a plugin's own selectors win
+	// (selectors.go).
+	Selectors []*nriv1beta1.EventSelector
 }
 
 // WithMetrics sets the metrics sink (default, and for nil: none).

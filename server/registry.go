@@ -245,7 +245,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 	_, info := s.runtime()
 	p.md = metadata.Pairs(nri.MetadataInstanceID, p.instanceID, nri.MetadataNodeName, s.opts.nodeName, nri.MetadataRuntimeName, info.Name)
 	p.ready.Store(newGate())
-	if p.sel, err = compileSelectors(reg.Selectors); err != nil {
+	if p.sel, err = s.selectorsFor(p, reg.Selectors); err != nil {
 		_ = c.close()
 		return nil, err
 	}

@@ -55,6 +55,27 @@ func compileSelectors(sels []*nriv1beta1.EventSelector) (*selector.Set, error) {
 	return set, nil
 }
 
+// selectorsFor compiles the selectors p registers with: its own, or when
+// it has none the operator's (PluginPolicy.Selectors).
+func (s *Server) selectorsFor(p *plugin, own []*nriv1beta1.EventSelector) (*selector.Set, error) {
+	set, err := compileSelectors(own)
+	if err != nil || !set.Empty() {
+		if pol := s.pluginPolicy(p.identity, p.full); err == nil && pol != nil && len(pol.Selectors) > 0 {
+			s.log.Info("plugin registers with selectors of its own; the operator's for it do not apply", "plugin", p.full)
+		}
+		return set, err
+	}
+	pol := s.pluginPolicy(p.identity, p.full)
+	if pol == nil || len(pol.Selectors) == 0 {
+		return set, nil
+	}
+	if set, err = selector.Compile(pol.Selectors); err != nil {
+		return nil, refusal(codes.FailedPrecondition, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_SELECTORS,
+			"", "the operator's selectors for %s are invalid: %v", p.full, err)
+	}
+	return set, nil
+}
+
 // takes reports whether p receives an event of mask in this flight: it
 // subscribed to the event, and its selectors select the event's pod (a pod
 // event) or container (a container event).

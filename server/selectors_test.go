@@ -48,7 +48,9 @@ func lifecycleIn(t *testing.T, h *harness, n int, ns string, c int) {
 			_, err := h.srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr})
 			return err
 		},
-		func() error { return h.srv.StartContainer(ctx, &nriv1beta1.StartContainerRequest{Pod: pod, Container: ctr}) },
+		func() error {
+			return h.srv.StartContainer(ctx, &nriv1beta1.StartContainerRequest{Pod: pod, Container: ctr})
+		},
 		func() error {
 			_, err := h.srv.StopContainer(ctx, &nriv1beta1.StopContainerRequest{Pod: pod, Container: ctr})
 			return err
@@ -462,3 +464,60 @@ func TestUpdatesOutsideSelectorsFail(t *testing.T) {
 	}
 }
 
+// TestOperatorSelectors: the operator's selectors (PluginPolicy.Selectors)
+// apply to a plugin that registers without its own; a plugin's own win.
+func TestOperatorSelectors(t *testing.T) {
+	h := newHarness(t, server.WithPluginPolicy(func(_, full string) *server.PluginPolicy {
+		return &server.PluginPolicy{Selectors: inNamespaces("a")}
+	}))
+	h.plugin("10", "plain", nil)
+	own := h.plugin("20", "own", func(p *testplugin.Plugin) { p.Selectors = inNamespaces("b") })
+	if got := info(t, h, "10-plain").GetSelectors(); len(got) != 1 || got[0].GetNamespaces()[0] != "a" {
+		t.Fatalf("10-plain's selectors %v, want the operator's", got)
+	}
+	if got := own.Registered().GetSelectors(); len(got) != 1 || got[0].GetNamespaces()[0] != "b" {
+		t.Fatalf("20-own's selectors %v, want its own", got)
+	}
+	for n, ns := range []string{"a", "b", "c"} {
+		if err := h.srv.RunPodSandbox(h.ctx(), &nriv1beta1.RunPodSandboxRequest{Pod: podIn(n, ns)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, c := range h.log.Calls("RunPodSandbox") {
+		got = append(got, c.Plugin+"@"+c.Req.(*nriv1beta1.RunPodSandboxRequest).GetPod().GetNamespace())
+	}
+	eq(t, "calls", got, []string{"10-plain@a", "20-own@b"})
+}
+
+// TestFilteredPluginTakesNoBudgetShare: a later plugin whose selectors
+// exclude the event keeps no reserve of the caller's budget: the first
+// plugin may use all of it (with the later plugin counted it would keep a
+// quarter back).
+func TestFilteredPluginTakesNoBudgetShare(t *testing.T) {
+	h := newHarness(t, server.WithMaxTimeout(time.Hour))
+	long := &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour)}
+	left := make(chan time.Duration, 1)
+	h.plugin("10", "first", func(p *testplugin.Plugin) {
+		p.Timeouts = long
+		p.Handle = func(ctx context.Context, method string, _ proto.Message) error {
+			if d, ok := ctx.Deadline(); ok && method == "RunPodSandbox" {
+				left <- time.Until(d)
+			}
+			return nil
+		}
+	})
+	h.plugin("20", "sel", func(p *testplugin.Plugin) {
+		p.Timeouts = long
+		p.Selectors = inNamespaces("elsewhere")
+	})
+	const budget = 40 * time.Second
+	if err := h.srv.RunPodSandbox(h.ctx(), &nriv1beta1.RunPodSandboxRequest{Pod: podIn(1, "a")},
+		server.Budget(time.Now().Add(budget))); err != nil {
+		t.Fatal(err)
+	}
+	// Counted, 20-sel would keep budget/4 (10 s) back from 10-first.
+	if got := <-left; got <= budget*3/4 {
+		t.Fatalf("10-first was allowed %v of a %v budget: the filtered plugin kept a reserve", got, budget)
+	}
+}

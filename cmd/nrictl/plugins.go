@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/selector"
@@ -68,7 +69,14 @@ func selectors(sels []*nriv1beta1.EventSelector, wide bool) string {
 	if wide {
 		n = 4096
 	}
-	return oneLine(selector.String(sels), n)
+	// Selectors are the plugin's text: no control characters reach the
+	// terminal.
+	return oneLine(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, selector.String(sels)), n)
 }
 
 // events summarizes a subscription for a table cell.

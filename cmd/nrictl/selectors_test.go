@@ -14,7 +14,7 @@ import (
 func TestPluginsShowSelectors(t *testing.T) {
 	n := startNrid(t)
 	sel := &nriv1beta1.EventSelector{Namespaces: []string{"kube-system", "monitoring"}, PodLabels: "app=node-exporter",
-		ContainerNames: []string{"exporter-*"}}
+		ContainerNames: []string{"exporter-*"}, RuntimeHandlers: []string{"evil\x1b[2J"}}
 	n.plugin("10", "sel", func(p *testplugin.Plugin) { p.Selectors = []*nriv1beta1.EventSelector{sel} })
 	n.plugin("20", "all", nil)
 	n.lifecycle(1) // pod in "production": filtered out for 10-sel
@@ -29,7 +29,11 @@ func TestPluginsShowSelectors(t *testing.T) {
 			t.Errorf("20-all: filtered %s, selectors %s:\n%s", f[11], f[12], out)
 		}
 	}
-	contains(t, "plugins -wide", n.must("plugins", "-wide"), "ns=kube-system|monitoring labels=app=node-exporter names=exporter-*")
+	wide := n.must("plugins", "-wide")
+	contains(t, "plugins -wide", wide, "ns=kube-system|monitoring labels=app=node-exporter names=exporter-*", "handlers=evil?[2J")
+	if strings.Contains(wide, "\x1b") {
+		t.Errorf("a control character of a selector reached the terminal:\n%q", wide)
+	}
 	var rsp nriv1beta1.ListPluginsResponse
 	parseJSON(t, n.must("-o", "json", "plugins"), &rsp)
 	p := rsp.GetPlugins()[0]

@@ -31,6 +31,9 @@ type rosterEntry struct {
 	Plugin string `json:"plugin"`
 	// Required is the plugin's effective failure policy "fail".
 	Required bool `json:"required,omitempty"`
+	// Selectors are the plugin's event selectors (selectors.go): while it
+	// is absent after a restart, it is required only for what they select.
+	Selectors []rosterSelector `json:"selectors,omitempty"`
 }
 
 // rosterDoc is the file's content.
@@ -45,8 +48,9 @@ func readyEntries(plugins []*nriv1beta1.PluginInfo) []rosterEntry {
 		if p.GetState() != nriv1beta1.PluginState_PLUGIN_STATE_READY {
 			continue
 		}
-		e := rosterEntry{Plugin: p.GetPlugin().GetIndex() + "-" + p.GetPlugin().GetName(), Required: p.GetFailurePolicy().GetFailRequest()}
-		if !slices.Contains(out, e) {
+		e := rosterEntry{Plugin: p.GetPlugin().GetIndex() + "-" + p.GetPlugin().GetName(), Required: p.GetFailurePolicy().GetFailRequest(),
+			Selectors: toRoster(p.GetSelectors())}
+		if !slices.ContainsFunc(out, func(o rosterEntry) bool { return o.Plugin == e.Plugin }) {
 			out = append(out, e)
 		}
 	}

@@ -145,6 +145,7 @@ func (s *serving) loadGate() {
 			s.gate = nil
 		}
 	}
+	rememberSelectors(d.srv, s.gate, d.policy.Selectors(), d.log)
 	s.grace = d.cfg.Server.RestartGrace.D()
 	s.gated = len(s.gate) > 0 && s.grace > 0
 	if s.gated || d.cfg.Runtime.Required {

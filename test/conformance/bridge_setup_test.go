@@ -172,6 +172,9 @@ type classicEnv struct {
 	ctrs        []*v1alpha1.Container
 	caller      string // the plugin whose UpdateContainers is in flight (classic-direct)
 	registering string // the plugin being synchronized (classic-direct)
+	// selectors the operator gives the classic plugins (classic-bridged:
+	// bridge.WithClassicSelectors), by full name.
+	selectors map[string][]*nriv1beta1.EventSelector
 
 	updMu sync.Mutex // one harness-initiated UpdateContainers at a time, so the runtime's updates can be attributed
 }
@@ -338,7 +341,8 @@ func newClassicEnv(t conformance.T, o conformance.Options, bridged bool) (*class
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps, err := bridge.NewPluginSide(srv, bridge.WithPluginLogger(logger.With("side", "plugin")))
+		ps, err := bridge.NewPluginSide(srv, bridge.WithPluginLogger(logger.With("side", "plugin")),
+			bridge.WithClassicSelectors(e.classicSelectors))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,6 +441,14 @@ func (e *classicEnv) SetState(t conformance.T, pods []*nriv1beta1.PodSandbox, ct
 	e.waitSynchronized(t)
 }
 
+// classicSelectors are the selectors the operator gives the classic plugin
+// full: those of its spec.
+func (e *classicEnv) classicSelectors(full string) []*nriv1beta1.EventSelector {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.selectors[full]
+}
+
 func (e *classicEnv) StartPlugin(t conformance.T, spec *conformance.PluginSpec) conformance.Plugin {
 	t.Helper()
 	p, err := e.TryStartPlugin(t, spec)
@@ -458,6 +470,17 @@ func (e *classicEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpe
 		t.Skip("classic plugins cannot ask for timeouts (nri-grpc's registration)")
 	}
 	full := spec.Full()
+	if len(spec.Selectors) > 0 {
+		if !e.bridged {
+			t.Skip("classic NRI has no event selectors")
+		}
+		e.mu.Lock()
+		if e.selectors == nil {
+			e.selectors = map[string][]*nriv1beta1.EventSelector{}
+		}
+		e.selectors[full] = spec.Selectors
+		e.mu.Unlock()
+	}
 	p := &classicPlugin{e: e, spec: spec, full: full, closedC: make(chan struct{}), doneC: make(chan struct{}), syncC: make(chan error, 1),
 		earlier: map[string]bool{}}
 	if e.bridged {

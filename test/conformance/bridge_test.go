@@ -70,6 +70,10 @@ var classicSkips = []classicSkip{
 	{on: onDirect, deliberate: true, reason: "a deliberate change of nri-grpc from classic NRI (DESIGN §5): classic NRI keeps its own behaviour; " +
 		"the differences that survive the bridge are asserted in TestClassicComparison"},
 
+	// Event selectors are nri-grpc's; behind the bridge the operator gives
+	// classic plugins theirs (bridge.WithClassicSelectors).
+	{on: onDirect, prefix: "Selectors/", reason: "classic NRI has no event selectors"},
+
 	// Scenarios mirrored from classic NRI's suite that assert an nri-grpc
 	// detail on top.
 	{on: onBoth, names: named("PluginConnection/should configure the plugin"), reason: noInstanceIDs},

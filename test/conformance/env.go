@@ -143,6 +143,10 @@ type PluginSpec struct {
 	// plugins; s9_status.go).
 	Status       nriv1beta1.PluginStatus
 	StatusReason string
+	// Selectors are the plugin's event selectors (declared at
+	// registration; operator-imposed for classic plugins behind the
+	// bridge).
+	Selectors []*nriv1beta1.EventSelector
 
 	OnCreateContainer func(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error)
 	OnUpdateContainer func(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error)

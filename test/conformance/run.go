@@ -284,6 +284,10 @@ func caps(c *nriv1beta1.Capabilities) Opt { return func(p *PluginSpec) { p.Capab
 
 func timeouts(t *nriv1beta1.Timeouts) Opt { return func(p *PluginSpec) { p.Timeouts = t } }
 
+func selectors(sels ...*nriv1beta1.EventSelector) Opt {
+	return func(p *PluginSpec) { p.Selectors = sels }
+}
+
 func rawEvents(m int32) Opt { return func(p *PluginSpec) { p.RawEvents = &m } }
 
 // blockOn makes the given methods block until their call's context ends.

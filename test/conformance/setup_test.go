@@ -160,6 +160,7 @@ func (b *base) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec) (co
 		Timeouts:          spec.Timeouts,
 		Status:            spec.Status,
 		StatusReason:      spec.StatusReason,
+		Selectors:         spec.Selectors,
 		Log:               testplugin.NewLog(),
 		OnCreateContainer: spec.OnCreateContainer,
 		OnUpdateContainer: spec.OnUpdateContainer,

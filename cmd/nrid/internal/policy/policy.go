@@ -28,6 +28,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -45,6 +46,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/selector"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/transport"
 )
@@ -84,6 +86,7 @@ type pluginSettings struct {
 	required, keepConnected *bool
 	maxTimeout              time.Duration
 	notReady                nriv1beta1.NotReadyPolicy
+	selectors               []*nriv1beta1.EventSelector
 }
 
 var _ server.Authorizer = (*Policy)(nil)
@@ -142,6 +145,10 @@ func New(rules []Rule, o Options) (*Policy, error) {
 			return nil, &RuleError{Key: key("not_ready"), Err: err}
 		}
 		s.notReady = nr
+		var serr *selector.Error
+		if s.selectors, serr = compileSelectors(pr.Selectors); serr != nil {
+			return nil, &RuleError{Key: key(serr.Field), Err: errors.New(serr.Rule)}
+		}
 		p.plugins[pr.Name] = s
 		if pr.Required != nil && *pr.Required {
 			p.required = append(p.required, pr.Name)
@@ -470,6 +477,7 @@ func (p *Policy) PluginPolicy(identity, full string) *server.PluginPolicy {
 		out.KeepConnected = s.keepConnected
 		out.MaxTimeout = s.maxTimeout
 		out.NotReady = s.notReady
+		out.Selectors = s.selectors
 	}
 	if out.Required == nil && g.grant&GrantMayFail == 0 {
 		no := false
@@ -478,7 +486,7 @@ func (p *Policy) PluginPolicy(identity, full string) *server.PluginPolicy {
 	if g.maxTimeout > 0 && (out.MaxTimeout == 0 || g.maxTimeout < out.MaxTimeout) {
 		out.MaxTimeout = g.maxTimeout
 	}
-	if !ok && out.Required == nil && out.MaxTimeout == 0 {
+	if !ok && out.Required == nil && out.MaxTimeout == 0 && out.Selectors == nil {
 		return nil
 	}
 	return out
@@ -557,4 +565,38 @@ func (p *Policy) mayRegisterSome(identity string) bool {
 		}
 	}
 	return false
+}
+
+// compileSelectors checks a [[plugin]] entry's selectors with the server's
+// rules; an error's Field is "selectors[i].field".
+func compileSelectors(rules []SelectorRule) ([]*nriv1beta1.EventSelector, *selector.Error) {
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	sels := make([]*nriv1beta1.EventSelector, len(rules))
+	for i, r := range rules {
+		sels[i] = &nriv1beta1.EventSelector{Namespaces: r.Namespaces, PodLabels: r.PodLabels,
+			ContainerNames: r.ContainerNames, RuntimeHandlers: r.RuntimeHandlers}
+	}
+	if _, err := selector.Compile(sels); err != nil {
+		var se *selector.Error
+		if errors.As(err, &se) {
+			return nil, se
+		}
+		return nil, &selector.Error{Field: "selectors", Rule: err.Error()}
+	}
+	return sels, nil
+}
+
+// Selectors returns the selectors of the [[plugin]] entries that name one
+// plugin ("NN-name") and have selectors, by full name: what those plugins
+// select while they are absent (server.RememberSelectors).
+func (p *Policy) Selectors() map[string][]*nriv1beta1.EventSelector {
+	out := map[string][]*nriv1beta1.EventSelector{}
+	for name, s := range p.plugins {
+		if len(s.selectors) > 0 && len(name) > 3 && name[2] == '-' && name[0] >= '0' && name[0] <= '9' && name[1] >= '0' && name[1] <= '9' {
+			out[name] = s.selectors
+		}
+	}
+	return out
 }

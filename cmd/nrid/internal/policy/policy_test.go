@@ -519,11 +519,31 @@ func TestRuleErrors(t *testing.T) {
 		{nil, []PluginRule{{Name: "10-a"}, {Name: "10-a"}}, "plugin[1].name"},
 		{nil, []PluginRule{{Name: "*"}}, "plugin[0].name"},
 		{nil, []PluginRule{{Name: "a", MaxTimeout: "-1s"}}, "plugin[0].max_timeout"},
+		{nil, []PluginRule{{Name: "a", Selectors: []SelectorRule{{}, {PodLabels: "app in ()"}}}}, "plugin[0].selectors[1].pod_labels"},
+		{nil, []PluginRule{{Name: "a", Selectors: []SelectorRule{{Namespaces: []string{"\xff"}}}}}, "plugin[0].selectors[0].namespaces[0]"},
 	} {
 		_, err := New(c.rules, Options{Plugins: c.plugins})
 		var re *RuleError
 		if !errors.As(err, &re) || re.Key != c.key {
 			t.Errorf("%+v %+v: got %v, want an error on %s", c.rules, c.plugins, err, c.key)
 		}
+	}
+}
+
+// TestPluginSelectors: [[plugin]] selectors reach the server's plugin
+// policy, and those of "NN-name" entries are remembered for absent plugins.
+func TestPluginSelectors(t *testing.T) {
+	p := mustNew(t, nil,
+		PluginRule{Name: "10-sys", Selectors: []SelectorRule{{Namespaces: []string{"kube-system"}, PodLabels: "app"}}},
+		PluginRule{Name: "any", Selectors: []SelectorRule{{ContainerNames: []string{"c*"}}}},
+	)
+	if got := p.PluginPolicy("uid:0", "10-sys").Selectors; len(got) != 1 || got[0].GetNamespaces()[0] != "kube-system" || got[0].GetPodLabels() != "app" {
+		t.Errorf("10-sys: %v", got)
+	}
+	if got := p.PluginPolicy("uid:0", "30-any").Selectors; len(got) != 1 || got[0].GetContainerNames()[0] != "c*" {
+		t.Errorf("30-any: %v", got)
+	}
+	if got := p.Selectors(); len(got) != 1 || got["10-sys"] == nil {
+		t.Errorf("remembered %v, want 10-sys only", got)
 	}
 }

@@ -106,6 +106,20 @@ type PluginRule struct {
 	// "fail" (unavailable at once, its failure policy) or "skip" (not
 	// called, the event goes on). Empty: server.not_ready.
 	NotReady string `toml:"not_ready"`
+	// Selectors are the plugin's event selectors when it registers
+	// without its own (classic plugins behind the bridge always do), and
+	// what it selects while it is absent (an "NN-name" entry only): a
+	// required plugin is required only for that.
+	Selectors []SelectorRule `toml:"selectors"`
+}
+
+// SelectorRule is one event selector of a [[plugin]] entry
+// (nri.v1beta1.EventSelector; docs/PROTOCOL.md, "Event selectors").
+type SelectorRule struct {
+	Namespaces      []string `toml:"namespaces"`
+	PodLabels       string   `toml:"pod_labels"`
+	ContainerNames  []string `toml:"container_names"`
+	RuntimeHandlers []string `toml:"runtime_handlers"`
 }
 
 // Grant is a set of permissions.
