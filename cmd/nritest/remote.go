@@ -178,6 +178,7 @@ func (e *remoteEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec
 	tp := &testplugin.Plugin{
 		Name: spec.Name, Index: spec.Index, Events: spec.Mask(), FailurePolicy: spec.FailurePolicy,
 		Capabilities: spec.Capabilities, Timeouts: spec.Timeouts, Log: testplugin.NewLog(),
+		Status: spec.Status, StatusReason: spec.StatusReason, Selectors: spec.Selectors,
 		OnCreateContainer: spec.OnCreateContainer, OnUpdateContainer: spec.OnUpdateContainer,
 		OnStopContainer: spec.OnStopContainer, OnSynchronize: spec.OnSynchronize, OnValidate: spec.OnValidate,
 	}
@@ -227,7 +228,18 @@ type remotePlugin struct {
 	end  error // why the session ended; set before done is closed
 }
 
-func (p *remotePlugin) Full() string                             { return p.tp.Full() }
+func (p *remotePlugin) Full() string { return p.tp.Full() }
+
+// SetStatus reports the plugin's status: remote plugins are gRPC plugins
+// (conformance.StatusReporter).
+func (p *remotePlugin) SetStatus(ctx context.Context, st nriv1beta1.PluginStatus, reason string) error {
+	return p.tp.SetStatus(ctx, st, reason)
+}
+
+// RequestResync asks for the state again (conformance.StatusReporter).
+func (p *remotePlugin) RequestResync(ctx context.Context, reason string) (uint64, error) {
+	return p.tp.RequestResync(ctx, reason)
+}
 func (p *remotePlugin) InstanceID() string                       { return p.tp.InstanceID() }
 func (p *remotePlugin) Stop()                                    { p.tp.Stop() }
 func (p *remotePlugin) Done() <-chan struct{}                    { return p.done }
