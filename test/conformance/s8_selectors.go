@@ -10,6 +10,9 @@ import (
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
 
+// SelectorsGroup is the group of the event selector scenarios.
+const SelectorsGroup = "Selectors"
+
 // Event selectors (docs/PROTOCOL.md, "Event selectors"): a plugin gets the
 // events and the Synchronize state of what its selectors select, nothing
 // else, and is required only for that. Classic plugins cannot declare
@@ -42,7 +45,7 @@ func eventKey(c Call) (string, bool) {
 }
 
 func init() {
-	const g = "Selectors"
+	const g = SelectorsGroup
 	sel := &nriv1beta1.EventSelector{Namespaces: []string{"team-a"}, ContainerNames: []string{"keep*"}}
 
 	add(Gap, g, "a plugin gets only the events of what its selectors select; pod events ignore container names", Options{}, func(s *S) {

@@ -30,7 +30,8 @@ func (p *plugin) RequestResync(ctx context.Context, reason string) (uint64, erro
 // grpcBridged is the path of gRPC plugins behind the bridge: classic NRI's
 // runtime (pkg/adaptation) → the bridge's runtime side → nri-grpc's server
 // ← gRPC plugins registered over its RuntimeService. It runs the plugin
-// status scenarios, which need gRPC plugins; the other scenarios run behind
+// status and event selector scenarios with plugins that report their own
+// status and declare their own selectors; the other scenarios run behind
 // the bridge with classic plugins (TestClassicBridged) and with gRPC
 // plugins on the direct paths.
 func grpcBridged(t conformance.T, o conformance.Options) (conformance.Env, error) {
@@ -78,12 +79,13 @@ func (e *grpcBridgedEnv) TryStartPlugin(t conformance.T, spec *conformance.Plugi
 // nri-grpc itself.
 func (e *grpcBridgedEnv) PlainError(reason string) bool { return reason == "" }
 
-// TestGRPCBridged runs the plugin status scenarios on the bridged path
-// with gRPC plugins.
+// TestGRPCBridged runs the plugin status and event selector scenarios on
+// the bridged path with gRPC plugins.
 func TestGRPCBridged(t *testing.T) {
 	conformance.Run(t, grpcBridged, conformance.SkipScenarios(func(s conformance.ScenarioInfo) string {
-		if s.Group != conformance.StatusGroup {
-			return "grpc-bridged runs the " + conformance.StatusGroup + " scenarios only (the others run behind the bridge in TestClassicBridged)"
+		if s.Group != conformance.StatusGroup && s.Group != conformance.SelectorsGroup {
+			return "grpc-bridged runs the " + conformance.StatusGroup + " and " + conformance.SelectorsGroup +
+				" scenarios only (the others run behind the bridge in TestClassicBridged)"
 		}
 		return ""
 	}))
