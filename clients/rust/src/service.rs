@@ -121,8 +121,33 @@ impl<H: Handler> tower::Service<http::Request<Body>> for Router<H> {
                     return Box::pin(async move { Ok(st.into_http()) });
                 }
             }
+            // tonic answers CANCELLED ("Timeout expired") when a call's
+            // grpc-timeout passes, which nrid takes for "the plugin gave up",
+            // not for a timeout (no eviction), whenever that answer beats
+            // nrid's own deadline. Answer DEADLINE_EXCEEDED first: this
+            // deadline is taken in the same synchronous call as tonic's, a
+            // millisecond earlier, and this future is polled before tonic's
+            // timer.
+            let deadline = req
+                .headers()
+                .get("grpc-timeout")
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_grpc_timeout)
+                .map(|d| tokio::time::Instant::now() + d.saturating_sub(DEADLINE_MARGIN));
             let fut = tower::Service::call(&mut self.plugin, req);
-            return Box::pin(fut);
+            let Some(deadline) = deadline else {
+                return Box::pin(fut);
+            };
+            let full = self.shared.full.clone();
+            return Box::pin(async move {
+                match tokio::time::timeout_at(deadline, fut).await {
+                    Ok(r) => r,
+                    Err(_) => Ok(Status::deadline_exceeded(format!(
+                        "plugin {full}: the call's deadline passed before the handler answered"
+                    ))
+                    .into_http()),
+                }
+            });
         }
         if path.starts_with(HEALTH_PREFIX) {
             let fut = tower::Service::call(&mut self.health, req);
@@ -184,6 +209,10 @@ fn check_instance(shared: &Shared, id: &str) -> Result<(), Status> {
         Some(_) => Ok(()),
     }
 }
+
+/// How much earlier than tonic's own timer the SDK answers a call whose
+/// deadline passed (see `Router::call`).
+const DEADLINE_MARGIN: Duration = Duration::from_millis(1);
 
 /// The deadline of a `grpc-timeout` value ("1999m").
 fn parse_grpc_timeout(v: &str) -> Option<Duration> {

@@ -39,12 +39,11 @@ impl Forwarder {
     /// executor: the call runs out at its own deadline (nrid cancels it,
     /// which drops this handler).
     async fn answer(ctx: &Context, s: Status) -> HandlerError {
-        if matches!(s.code(), Code::DeadlineExceeded | Code::Cancelled) {
-            if let Some(d) = ctx.deadline() {
-                if d <= tokio::time::Instant::now() + Duration::from_millis(5) {
-                    tokio::time::sleep_until(d + Duration::from_secs(1)).await;
-                }
-            }
+        if matches!(s.code(), Code::DeadlineExceeded | Code::Cancelled)
+            && let Some(d) = ctx.deadline()
+            && d <= tokio::time::Instant::now() + Duration::from_millis(5)
+        {
+            tokio::time::sleep_until(d + Duration::from_secs(1)).await;
         }
         HandlerError::new(s.code(), s.message())
     }
