@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -63,5 +64,32 @@ func TestSDKConformance(t *testing.T) {
 				return sdkSkips[name]
 			}))
 		})
+	}
+}
+
+// TestExecutorSetup checks the harness's own errors: bad configurations,
+// and an executor that exits without registering.
+func TestExecutorSetup(t *testing.T) {
+	if _, err := conformance.ExecutorSetup(nil); err == nil {
+		t.Error("ExecutorSetup accepted an empty command")
+	}
+	if _, err := conformance.ExecutorSetup([]string{"true"}, conformance.WithExecutorEnv("NOEQUALS")); err == nil {
+		t.Error("ExecutorSetup accepted an environment entry without '='")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh:", err)
+	}
+	setup, err := conformance.ExecutorSetup([]string{sh, "-c", `echo "driver $NRI_CONFORMANCE_DRIVER"; exit 3`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := setup(t, conformance.Options{}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.TryStartPlugin(t, conformance.Spec("10", "quitter"))
+	if err == nil || !strings.Contains(err.Error(), "exited before the server answered its registration") {
+		t.Fatalf("an executor exiting at once: got %v, want an error saying it exited before registering", err)
 	}
 }
