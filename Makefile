@@ -295,7 +295,7 @@ check: lint breaking generate ## lint + breaking + verify committed generated co
 # The suites of `make test`, in order. Each writes its counts into
 # REPORT_DIR through testsum (tools/testsum); `make test` runs every suite even
 # after one failed, then prints one table and fails if any suite failed.
-TEST_SUITES := go-test python-test ts-test rust-test nritest e2e
+TEST_SUITES := go-test python-test ts-test rust-test sdk-conformance nritest e2e
 REPORT_DIR ?= $(CURDIR)/.tmp/test-report
 
 .PHONY: test
@@ -435,6 +435,31 @@ rust-test: clients-nrid $(GRPCURL) $(TESTSUM) ## Rust SDK: rustfmt check and car
 	cd $(RUST_DIR)
 	$(CARGO) fmt --all --check
 	NRID_BIN=$(CLIENTS_NRID) GRPCURL=$(GRPCURL) $(CARGO) test --locked --workspace $(RUST_TEST_ARGS) 2>&1 | $(TESTSUM) cargo -suite rust-test -dir $(REPORT_DIR)
+
+# The conformance scenario catalog (test/conformance) through every SDK: each
+# SDK's conformance executor (docs/CONFORMANCE.md) is built, then
+# TestSDKConformance runs the catalog once per SDK with the executors' command
+# lines in NRI_CONFORMANCE_<LANG>. Plain `go test ./...` skips it (no
+# executors). -parallel 2: at most two scenarios (a few processes each) at once.
+SDK_EXEC_DIR := $(CURDIR)/.tmp/sdk-conformance
+SDK_CONFORMANCE_PARALLEL ?= 2
+
+.PHONY: sdk-conformance-build
+sdk-conformance-build: $(PY_STAMP) $(TS_STAMP) ## Build the SDKs' conformance executors (Go, Python venv, TypeScript, Rust)
+	@mkdir -p $(SDK_EXEC_DIR)
+	$(GO) build -o $(SDK_EXEC_DIR)/go-executor ./test/conformance/executor/go
+	(cd $(TS_DIR) && npx --no-install tsc -p tsconfig.json && npx --no-install tsc -p tsconfig.test.json)
+	(cd $(RUST_DIR) && $(CARGO) build --locked -p conformance-executor)
+
+.PHONY: sdk-conformance
+sdk-conformance: sdk-conformance-build $(TESTSUM) ## The conformance scenarios through the Go, Python, TypeScript and Rust SDKs' executors
+	@mkdir -p $(REPORT_DIR)
+	export NRI_CONFORMANCE_GO=$(SDK_EXEC_DIR)/go-executor
+	export NRI_CONFORMANCE_PYTHON="$(CURDIR)/$(PY_VENV)/bin/python $(CURDIR)/$(PY_DIR)/conformance/executor.py"
+	export NRI_CONFORMANCE_TYPESCRIPT="node $(CURDIR)/$(TS_DIR)/dist-test/conformance/executor.js"
+	export NRI_CONFORMANCE_RUST=$(CURDIR)/$(RUST_DIR)/target/debug/conformance-executor
+	$(GO) test -json -count=1 -timeout 1800s -parallel $(SDK_CONFORMANCE_PARALLEL) -run '^TestSDKConformance$$' ./test/conformance/ 2>&1 \
+	  | $(TESTSUM) go -suite sdk-conformance -dir $(REPORT_DIR)
 
 # cargo package: the crate as crates.io would get it, verified by building
 # it alone from the .crate's contents (target/package/nri-grpc-VERSION),

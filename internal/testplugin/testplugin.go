@@ -264,6 +264,17 @@ func (p *Plugin) Start(ctx context.Context, serverSocket, pluginDir string) (*nr
 	return p.Registered(), nil
 }
 
+// Service returns the plugin's PluginService implementation without
+// serving or registering it: the same instance check, log and handlers as
+// Start's, for callers that serve it themselves (the conformance harness's
+// driver, which SDK executors forward their calls to).
+func (p *Plugin) Service() nriv1beta1.PluginServiceServer {
+	if p.Log == nil {
+		p.Log = NewLog()
+	}
+	return &service{p: p}
+}
+
 // Registered returns the server's answer to the registration.
 func (p *Plugin) Registered() *nriv1beta1.Registered {
 	p.mu.Lock()

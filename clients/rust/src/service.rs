@@ -121,8 +121,9 @@ impl<H: Handler> tower::Service<http::Request<Body>> for Router<H> {
                     return Box::pin(async move { Ok(st.into_http()) });
                 }
             }
+            let deadline = call_deadline(req.headers());
             let fut = tower::Service::call(&mut self.plugin, req);
-            return Box::pin(fut);
+            return by_deadline(deadline, self.shared.full.clone(), fut);
         }
         if path.starts_with(HEALTH_PREFIX) {
             let fut = tower::Service::call(&mut self.health, req);
@@ -184,6 +185,47 @@ fn check_instance(shared: &Shared, id: &str) -> Result<(), Status> {
         Some(_) => Ok(()),
     }
 }
+
+/// When the SDK answers a call whose `grpc-timeout` passes: tonic answers
+/// CANCELLED ("Timeout expired") then, which nrid takes for "the plugin gave
+/// up", not for a timeout (no eviction), whenever that answer beats nrid's
+/// own deadline. This deadline is taken in the same synchronous call as
+/// tonic's (`Router::call`), [`DEADLINE_MARGIN`] earlier, and the future of
+/// [`by_deadline`] is polled before tonic's timer: the SDK answers first.
+fn call_deadline(headers: &http::HeaderMap) -> Option<tokio::time::Instant> {
+    headers
+        .get("grpc-timeout")
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_grpc_timeout)
+        .map(|d| tokio::time::Instant::now() + d.saturating_sub(DEADLINE_MARGIN))
+}
+
+/// `fut`, or DEADLINE_EXCEEDED once `deadline` passes (dropping `fut`).
+fn by_deadline<F>(
+    deadline: Option<tokio::time::Instant>,
+    full: String,
+    fut: F,
+) -> BoxFuture<Result<http::Response<Body>, Infallible>>
+where
+    F: Future<Output = Result<http::Response<Body>, Infallible>> + Send + 'static,
+{
+    let Some(deadline) = deadline else {
+        return Box::pin(fut);
+    };
+    Box::pin(async move {
+        match tokio::time::timeout_at(deadline, fut).await {
+            Ok(r) => r,
+            Err(_) => Ok(Status::deadline_exceeded(format!(
+                "plugin {full}: the call's deadline passed before the handler answered"
+            ))
+            .into_http()),
+        }
+    })
+}
+
+/// How much earlier than tonic's own timer the SDK answers a call whose
+/// deadline passed (see `Router::call`).
+const DEADLINE_MARGIN: Duration = Duration::from_millis(1);
 
 /// The deadline of a `grpc-timeout` value ("1999m").
 fn parse_grpc_timeout(v: &str) -> Option<Duration> {
@@ -515,6 +557,26 @@ mod tests {
         assert_eq!(st.code(), tonic::Code::PermissionDenied);
         assert!(st.message().contains("uid 65534 may not call plugin 10-a"), "{}", st.message());
         assert!(authorize_uid(-1, 1000, "10-a").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_call_past_its_deadline_answers_deadline_exceeded() {
+        let mut h = http::HeaderMap::new();
+        h.insert("grpc-timeout", http::HeaderValue::from_static("20m"));
+        let d = call_deadline(&h).unwrap();
+        assert!(
+            d <= tokio::time::Instant::now() + Duration::from_millis(19),
+            "the deadline is not earlier than the header's"
+        );
+        let never = std::future::pending::<Result<http::Response<Body>, Infallible>>();
+        let rsp = tokio::time::timeout(Duration::from_secs(10), by_deadline(Some(d), "10-slow".into(), never))
+            .await
+            .expect("no answer at the call's deadline")
+            .unwrap();
+        let st = Status::from_header_map(rsp.headers()).expect("a status");
+        assert_eq!(st.code(), tonic::Code::DeadlineExceeded, "{st:?}");
+        assert!(st.message().contains("10-slow"), "{}", st.message());
+        assert!(call_deadline(&http::HeaderMap::new()).is_none());
     }
 
     #[tokio::test]

@@ -1,0 +1,170 @@
+// Command go is the conformance executor of the Go SDK (package plugin):
+// a plugin that answers every call it receives with the answer of the
+// conformance harness's driver, so that the scenario catalog of
+// test/conformance runs through the SDK (docs/CONFORMANCE.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/plugin"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance executor:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	driver := os.Getenv("NRI_CONFORMANCE_DRIVER")
+	if driver == "" {
+		return errors.New("NRI_CONFORMANCE_DRIVER is not set")
+	}
+	reg := &nriv1beta1.RegisterPluginRequest{}
+	if err := protojson.Unmarshal([]byte(os.Getenv("NRI_CONFORMANCE_REGISTRATION")), reg); err != nil {
+		return fmt.Errorf("NRI_CONFORMANCE_REGISTRATION: %w", err)
+	}
+	cc, err := grpc.NewClient("unix://"+driver, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+
+	opts := []plugin.Option{
+		plugin.WithName(reg.GetPluginName()),
+		plugin.WithIndex(reg.GetPluginIdx()),
+		plugin.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+	}
+	c := reg.GetCapabilities()
+	if n := c.GetMaxConcurrentCalls(); n != 0 {
+		opts = append(opts, plugin.WithMaxConcurrentCalls(n))
+	}
+	if n := c.GetMaxMessageSize(); n != 0 {
+		opts = append(opts, plugin.WithMaxMessageSize(n))
+	}
+	if c.GetDryRun() {
+		opts = append(opts, plugin.WithDryRun())
+	}
+	if c.GetResync() {
+		opts = append(opts, plugin.WithResync())
+	}
+	if t := reg.GetTimeouts(); t != nil {
+		pt := plugin.Timeouts{Request: t.GetRequest().AsDuration(), Synchronize: t.GetSynchronize().AsDuration()}
+		for _, et := range t.GetEvents() {
+			if pt.Events == nil {
+				pt.Events = map[nriv1beta1.Event]time.Duration{}
+			}
+			pt.Events[et.GetEvent()] = et.GetTimeout().AsDuration()
+		}
+		opts = append(opts, plugin.WithTimeouts(pt))
+	}
+	p, err := plugin.New(&forwarder{d: nriv1beta1.NewPluginServiceClient(cc)}, opts...)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := p.Run(ctx); err != nil && !errors.Is(err, plugin.ErrReplaced) {
+		return err
+	}
+	return nil
+}
+
+// forwarder implements every handler by calling the driver.
+type forwarder struct {
+	d nriv1beta1.PluginServiceClient
+}
+
+// out is the outgoing context of a forwarded call: the incoming call's
+// deadline and cancellation, and its instance id.
+func out(ctx context.Context) context.Context {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(nri.MetadataInstanceID); len(v) > 0 {
+		return metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, v[0])
+	}
+	return ctx
+}
+
+func (f *forwarder) Configure(ctx context.Context, req *nriv1beta1.ConfigureRequest) (*nriv1beta1.ConfigureResponse, error) {
+	return f.d.Configure(out(ctx), req)
+}
+
+func (f *forwarder) Synchronize(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+	return f.d.Synchronize(out(ctx), req)
+}
+
+func (f *forwarder) Shutdown(ctx context.Context, req *nriv1beta1.ShutdownRequest) {
+	_, _ = f.d.Shutdown(out(ctx), req)
+}
+
+func (f *forwarder) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest) (*nriv1beta1.RunPodSandboxResponse, error) {
+	return f.d.RunPodSandbox(out(ctx), req)
+}
+
+func (f *forwarder) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePodSandboxRequest) (*nriv1beta1.UpdatePodSandboxResponse, error) {
+	return f.d.UpdatePodSandbox(out(ctx), req)
+}
+
+func (f *forwarder) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostUpdatePodSandboxRequest) (*nriv1beta1.PostUpdatePodSandboxResponse, error) {
+	return f.d.PostUpdatePodSandbox(out(ctx), req)
+}
+
+func (f *forwarder) StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSandboxRequest) (*nriv1beta1.StopPodSandboxResponse, error) {
+	return f.d.StopPodSandbox(out(ctx), req)
+}
+
+func (f *forwarder) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePodSandboxRequest) (*nriv1beta1.RemovePodSandboxResponse, error) {
+	return f.d.RemovePodSandbox(out(ctx), req)
+}
+
+func (f *forwarder) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+	return f.d.CreateContainer(out(ctx), req)
+}
+
+func (f *forwarder) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCreateContainerRequest) (*nriv1beta1.PostCreateContainerResponse, error) {
+	return f.d.PostCreateContainer(out(ctx), req)
+}
+
+func (f *forwarder) StartContainer(ctx context.Context, req *nriv1beta1.StartContainerRequest) (*nriv1beta1.StartContainerResponse, error) {
+	return f.d.StartContainer(out(ctx), req)
+}
+
+func (f *forwarder) PostStartContainer(ctx context.Context, req *nriv1beta1.PostStartContainerRequest) (*nriv1beta1.PostStartContainerResponse, error) {
+	return f.d.PostStartContainer(out(ctx), req)
+}
+
+func (f *forwarder) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error) {
+	return f.d.UpdateContainer(out(ctx), req)
+}
+
+func (f *forwarder) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUpdateContainerRequest) (*nriv1beta1.PostUpdateContainerResponse, error) {
+	return f.d.PostUpdateContainer(out(ctx), req)
+}
+
+func (f *forwarder) StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.StopContainerResponse, error) {
+	return f.d.StopContainer(out(ctx), req)
+}
+
+func (f *forwarder) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest) (*nriv1beta1.RemoveContainerResponse, error) {
+	return f.d.RemoveContainer(out(ctx), req)
+}
+
+func (f *forwarder) ValidateContainerAdjustment(ctx context.Context, req *nriv1beta1.ValidateContainerAdjustmentRequest) (*nriv1beta1.ValidateContainerAdjustmentResponse, error) {
+	return f.d.ValidateContainerAdjustment(out(ctx), req)
+}
