@@ -248,7 +248,7 @@ func keys[V any](m map[string]V) []string {
 // policy fail) registers NOT_READY (plugin.WithStatus); nrid's default
 // policy for it is WAIT. containerd's request timeout is 30 s here, so the
 // bridge's budget leaves the plugin its own timeouts: 1 s for
-// RunPodSandbox, 25 s for CreateContainer.
+// RunPodSandbox, 25 s for CreateContainer (0.5 s for the teardown events).
 //   - a pod created through CRI waits for it 1 s and fails, naming the
 //     plugin and NOT_READY; the plugin was not called;
 //   - a container created meanwhile (in a pod made before the plugin
@@ -256,14 +256,18 @@ func keys[V any](m map[string]V) []string {
 //     seen the creation, the NOT_READY one has not; when the plugin
 //     reports READY (SetStatus) the creation goes through, and the
 //     container has the plugin's env var, whose CreateContainer came after
-//     its status change.
+//     its status change;
+//   - the plugin asks for a resync (RequestResync): it gets a Synchronize
+//     of the epoch the call returned, with reason PLUGIN_REQUESTED and
+//     containerd's containers.
 func TestPluginStatusThroughContainerd(t *testing.T) {
 	e := NewEnv(t, EnvOptions{CtrdRequestTimeout: "30s"})
 	probe := e.StartGRPCPlugin("10", "probe", "-env", "E2E_PROBE=yes")
 	pod := e.RunPod("p1")
 
 	gate := e.StartGRPCPlugin("40", "gate", "-env", "E2E_GATE=yes", "-fail-policy", "fail", "-not-ready", "warming up",
-		"-timeout", "RunPodSandbox=1s", "-timeout", "CreateContainer=25s")
+		"-timeout", "RunPodSandbox=1s", "-timeout", "CreateContainer=25s",
+		"-timeout", "StopPodSandbox=500ms", "-timeout", "RemovePodSandbox=500ms") // the failed pod's teardown waits for it too
 	info := e.Plugins()[gate.Full]
 	if info.GetStatus() != nriv1beta1.PluginStatus_PLUGIN_STATUS_NOT_READY || info.GetStatusReason() != "warming up" {
 		t.Errorf("AdminService: %s status %v (%q), want NOT_READY (warming up)", gate.Full, info.GetStatus(), info.GetStatusReason())
@@ -343,4 +347,79 @@ func TestPluginStatusThroughContainerd(t *testing.T) {
 		t.Errorf("AdminService: %s status %v after SetStatus(READY)", gate.Full, info.GetStatus())
 	}
 	t.Logf("%s counters: %v", gate.Full, info.GetCounters())
+	// containerd tears the failed pod p0 down (StopPodSandbox,
+	// RemovePodSandbox): those events went on without the plugin.
+	if info.GetCounters().GetNotReadySkips() < 1 {
+		t.Errorf("AdminService: %s not_ready_skips = 0, want the failed pod's teardown events", gate.Full)
+	}
+
+	// RequestResync: a new Synchronize epoch with containerd's state (the
+	// pod p1 and the container held), answered through the bridge.
+	if err := syscall.Kill(gate.Pid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	evs = WaitEvents(t, gate.Events, func(evs []Event) bool {
+		return slices.ContainsFunc(evs, func(ev Event) bool { return ev.Event == "RequestResync" }) &&
+			slices.ContainsFunc(evs, func(ev Event) bool { return ev.Detail == "SYNC_REASON_PLUGIN_REQUESTED" })
+	}, "RequestResync answered and its Synchronize")
+	asked = slices.IndexFunc(evs, func(ev Event) bool { return ev.Event == "RequestResync" })
+	resync := evs[slices.IndexFunc(evs, func(ev Event) bool { return ev.Detail == "SYNC_REASON_PLUGIN_REQUESTED" })]
+	t.Logf("RequestResync: %+v; resync: %+v", evs[asked], resync)
+	if evs[asked].Epoch < 2 || resync.Epoch != evs[asked].Epoch {
+		t.Errorf("RequestResync returned epoch %d (%s), the resync had epoch %d; want the same, after the registration's 1",
+			evs[asked].Epoch, evs[asked].Detail, resync.Epoch)
+	}
+	if resync.Pods < 1 || resync.Containers != 1 {
+		t.Errorf("the requested resync carried %d pods and %d containers; want p1 and its container held", resync.Pods, resync.Containers)
+	}
+	if got := e.Plugins()[gate.Full].GetCounters().GetRequestedResyncs(); got != 1 {
+		t.Errorf("AdminService: %s requested_resyncs = %d, want 1", gate.Full, got)
+	}
+}
+
+// TestRequiredSelectorsThroughContainerd: the operator requires plugin
+// 50-goldreq for the pods labelled tier=gold only ([[plugin]] required and
+// selectors). While it is absent a bronze pod and its container are
+// created, a gold pod fails naming it; registered, it adjusts the gold
+// pod's container and not the bronze one's.
+func TestRequiredSelectorsThroughContainerd(t *testing.T) {
+	e := NewEnv(t, EnvOptions{NridTOML: `
+[[plugin]]
+name = "50-goldreq"
+required = true
+selectors = [{ pod_labels = "tier=gold" }]
+`})
+	bronze, err := e.TryRunPodWith("bronze", withLabels(map[string]string{"tier": "bronze"}))
+	if err != nil {
+		t.Fatalf("RunPodSandbox of a pod 50-goldreq does not select, 50-goldreq absent: %v", err)
+	}
+	e.Run(bronze, "c1")
+	_, err = e.TryRunPodWith("gold", withLabels(map[string]string{"tier": "gold"}))
+	if err == nil {
+		t.Fatal("RunPodSandbox of a gold pod succeeded while 50-goldreq, required for it, is absent")
+	}
+	t.Logf("gold pod, 50-goldreq absent: %v", err)
+	if !strings.Contains(err.Error(), "50-goldreq") {
+		t.Errorf("error does not name 50-goldreq: %v", err)
+	}
+
+	p := e.StartGRPCPlugin("50", "goldreq", "-env", "E2E_GOLDREQ=yes")
+	if sels := e.Plugins()[p.Full].GetSelectors(); len(sels) != 1 || sels[0].GetPodLabels() != "tier=gold" {
+		t.Errorf("AdminService: %s selectors %v, want the operator's tier=gold", p.Full, sels)
+	}
+	gold, err := e.TryRunPodWith("gold2", withLabels(map[string]string{"tier": "gold"}))
+	if err != nil {
+		t.Fatalf("RunPodSandbox of a gold pod with 50-goldreq registered: %v", err)
+	}
+	g := e.Run(gold, "c1")
+	b := e.Run(bronze, "c2")
+	if got := e.ProcEnv(e.Inspect(g).Pid)["E2E_GOLDREQ"]; got != "yes" {
+		t.Errorf("gold container: process env E2E_GOLDREQ = %q, want yes", got)
+	}
+	if _, ok := SpecEnv(e.Inspect(b).Spec)["E2E_GOLDREQ"]; ok {
+		t.Errorf("bronze container (not selected): the OCI spec has E2E_GOLDREQ")
+	}
+	if got := PodEvents(ReadEvents(p.Events), "bronze"); len(got) > 0 {
+		t.Errorf("50-goldreq got events of the bronze pod: %v", got)
+	}
 }

@@ -11,7 +11,9 @@
 //	-fail-policy fail|ignore                    the failure policy it asks for
 //	-select-namespace NS, -select-labels SEL,
 //	-select-container GLOB                      one event selector (plugin.WithSelectors)
-//	-not-ready REASON                           registers NOT_READY; SIGUSR1 reports READY (logs "SetStatus", then "Status READY")
+//	-not-ready REASON                           registers NOT_READY
+//	SIGUSR1                                     reports READY (logs "SetStatus", then "Status READY")
+//	SIGUSR2                                     asks for a resync (logs "RequestResync" with the epoch)
 //	-timeout EVENT=D                            asks for timeout D for EVENT (e.g. CreateContainer=20s)
 package main
 
@@ -217,7 +219,7 @@ func run() error {
 	flag.Var(&selNamespaces, "select-namespace", "pod namespace of the plugin's event selector (repeatable)")
 	flag.Var(&selContainers, "select-container", "container name pattern of the plugin's event selector (repeatable)")
 	selLabels := flag.String("select-labels", "", "pod label selector (Kubernetes syntax) of the plugin's event selector")
-	notReady := flag.String("not-ready", "", "register NOT_READY with this reason; SIGUSR1 reports READY")
+	notReady := flag.String("not-ready", "", "register NOT_READY with this reason (SIGUSR1 reports READY)")
 	flag.Var(&timeouts, "timeout", "EVENT=DURATION timeout to ask for, EVENT as in CreateContainer (repeatable)")
 	flag.Parse()
 	if *events == "" {
@@ -251,12 +253,10 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if *notReady != "" {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, syscall.SIGUSR1) // before Run: the test signals once the plugin is registered
-		defer signal.Stop(sig)
-		go p.readyOnSignal(ctx, pl, sig)
-	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2) // before Run: the test signals once the plugin is registered
+	defer signal.Stop(sig)
+	go p.onSignal(ctx, pl, sig)
 	if err := pl.Run(ctx); err != nil && !errors.Is(err, plugin.ErrReplaced) && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -305,15 +305,26 @@ func snake(s string) string {
 	return strings.ToUpper(b.String())
 }
 
-// readyOnSignal reports READY on SIGUSR1: it logs "SetStatus READY" before
-// the call, then "Status READY" once the server answered (the status is
-// then in effect), or "Status" with the error.
-func (p *e2ePlugin) readyOnSignal(ctx context.Context, pl *plugin.Plugin, sig <-chan os.Signal) {
+// onSignal reports READY on SIGUSR1: it logs "SetStatus READY" before the
+// call, then "Status READY" once the server answered (the status is then in
+// effect), or "Status" with the error. On SIGUSR2 it asks for a resync and
+// logs "RequestResync" with the epoch (or the error).
+func (p *e2ePlugin) onSignal(ctx context.Context, pl *plugin.Plugin, sig <-chan os.Signal) {
 	for {
+		var s os.Signal
 		select {
 		case <-ctx.Done():
 			return
-		case <-sig:
+		case s = <-sig:
+		}
+		if s == syscall.SIGUSR2 {
+			epoch, err := pl.RequestResync(ctx, "e2e: SIGUSR2")
+			if err != nil {
+				p.log(eventLine{Event: "RequestResync", Detail: "error: " + err.Error()})
+				continue
+			}
+			p.log(eventLine{Event: "RequestResync", Epoch: epoch})
+			continue
 		}
 		// Logged before the call: once the server has the status, calls
 		// may come before SetStatus returns.
