@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -115,8 +116,14 @@ func withLabels(kv map[string]string) func(*runtimeapi.PodSandboxConfig) {
 // the filtered events and show the selector; a plugin with the same
 // selector registering later is synchronized with the gold pod only.
 func TestSelectorsThroughContainerd(t *testing.T) {
-	e := NewEnv(t, EnvOptions{})
+	e := NewEnv(t, EnvOptions{NridTOML: `
+[[plugin]]
+name = "15-classic-gold"
+selectors = [{ namespaces = ["e2e"], pod_labels = "tier=gold" }]
+`})
 	gold := e.StartGRPCPlugin("10", "gold", "-env", "E2E_GOLD=yes", "-select-labels", "tier in (gold)")
+	cgold := e.StartClassicPlugin(e.ClassicSock, "15", "classic-gold", "-env", "E2E_CLASSIC_GOLD=yes")
+	e.WaitPluginReady(cgold.Full, cgold.Proc)
 	all := e.StartGRPCPlugin("20", "all", "-env", "E2E_ALL=yes")
 
 	plainPod, err := e.TryRunPodWith("plain", withLabels(map[string]string{"tier": "bronze"}))
@@ -133,10 +140,10 @@ func TestSelectorsThroughContainerd(t *testing.T) {
 	for _, c := range []struct {
 		id, pod string
 		want    map[string]string
-		absent  string
+		absent  []string
 	}{
-		{golden, "gold", map[string]string{"E2E_GOLD": "yes", "E2E_ALL": "yes"}, ""},
-		{plain, "plain", map[string]string{"E2E_ALL": "yes"}, "E2E_GOLD"},
+		{golden, "gold", map[string]string{"E2E_GOLD": "yes", "E2E_CLASSIC_GOLD": "yes", "E2E_ALL": "yes"}, nil},
+		{plain, "plain", map[string]string{"E2E_ALL": "yes"}, []string{"E2E_GOLD", "E2E_CLASSIC_GOLD"}},
 	} {
 		in := e.Inspect(c.id)
 		spec, proc := SpecEnv(in.Spec), e.ProcEnv(in.Pid)
@@ -145,12 +152,12 @@ func TestSelectorsThroughContainerd(t *testing.T) {
 				t.Errorf("pod %s: %s = %q in the OCI spec, %q in the process; want %q", c.pod, k, spec[k], proc[k], v)
 			}
 		}
-		if c.absent != "" {
-			if _, ok := spec[c.absent]; ok {
-				t.Errorf("pod %s (not selected): the OCI spec has %s", c.pod, c.absent)
+		for _, k := range c.absent {
+			if _, ok := spec[k]; ok {
+				t.Errorf("pod %s (not selected): the OCI spec has %s", c.pod, k)
 			}
-			if _, ok := proc[c.absent]; ok {
-				t.Errorf("pod %s (not selected): the process has %s", c.pod, c.absent)
+			if _, ok := proc[k]; ok {
+				t.Errorf("pod %s (not selected): the process has %s", c.pod, k)
 			}
 		}
 	}
@@ -171,6 +178,14 @@ func TestSelectorsThroughContainerd(t *testing.T) {
 	if got := PodEvents(evs, "gold"); !slices.Equal(got, want) {
 		t.Errorf("the gold plugin's events of the gold pod: %v, want %v", got, want)
 	}
+	// The classic plugin on nrid's plugin side, selected by the operator.
+	cevs := WaitEvents(t, cgold.Events, started("gold"), "PostStartContainer of the gold pod")
+	if got := PodEvents(cevs, "plain"); len(got) > 0 {
+		t.Errorf("the classic gold plugin got events of the plain pod: %v", got)
+	}
+	if got := PodEvents(cevs, "gold"); !slices.Equal(got, want) {
+		t.Errorf("the classic gold plugin's events of the gold pod: %v, want %v", got, want)
+	}
 
 	info := e.Plugins()
 	g, a := info[gold.Full], info[all.Full]
@@ -188,6 +203,10 @@ func TestSelectorsThroughContainerd(t *testing.T) {
 	}
 	if sels := g.GetSelectors(); len(sels) != 1 || sels[0].GetPodLabels() != "tier in (gold)" {
 		t.Errorf("AdminService: %s selectors %v, want pod_labels \"tier in (gold)\"", gold.Full, sels)
+	}
+	if c := info[cgold.Full]; c.GetCounters().GetFiltered() < 5 || len(c.GetSelectors()) != 1 || c.GetSelectors()[0].GetPodLabels() != "tier=gold" {
+		t.Errorf("AdminService: classic %s: filtered %d, selectors %v; want at least 5 and the operator's tier=gold", cgold.Full,
+			c.GetCounters().GetFiltered(), c.GetSelectors())
 	}
 
 	out, err := exec.Command(filepath.Join(suite.Bin, "nrictl"), "--socket", e.NridSock, "plugins", "-o", "json").Output()
@@ -275,6 +294,12 @@ func TestPluginStatusThroughContainerd(t *testing.T) {
 	if p := info.GetNotReadyPolicy(); p != nriv1beta1.NotReadyPolicy_NOT_READY_POLICY_WAIT {
 		t.Errorf("AdminService: %s NOT_READY policy %v, want WAIT (the default of a required plugin)", gate.Full, p)
 	}
+	if got := e.pluginHealth(gate.Full); got != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health of nri.plugin/%s = %v, want NOT_SERVING while NOT_READY", gate.Full, got)
+	}
+	if !e.NridServing() {
+		t.Errorf("nrid's own health is not SERVING: a NOT_READY plugin must not change it")
+	}
 
 	_, err := e.TryRunPod("p0")
 	if err == nil {
@@ -345,6 +370,9 @@ func TestPluginStatusThroughContainerd(t *testing.T) {
 	info = e.Plugins()[gate.Full]
 	if info.GetStatus() != nriv1beta1.PluginStatus_PLUGIN_STATUS_READY {
 		t.Errorf("AdminService: %s status %v after SetStatus(READY)", gate.Full, info.GetStatus())
+	}
+	if got := e.pluginHealth(gate.Full); got != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health of nri.plugin/%s = %v, want SERVING once READY", gate.Full, got)
 	}
 	t.Logf("%s counters: %v", gate.Full, info.GetCounters())
 	// containerd tears the failed pod p0 down (StopPodSandbox,
@@ -422,4 +450,17 @@ selectors = [{ pod_labels = "tier=gold" }]
 	if got := PodEvents(ReadEvents(p.Events), "bronze"); len(got) > 0 {
 		t.Errorf("50-goldreq got events of the bronze pod: %v", got)
 	}
+}
+
+// pluginHealth is nrid's health of a plugin's service, nri.plugin/NN-name.
+func (e *Env) pluginHealth(full string) healthpb.HealthCheckResponse_ServingStatus {
+	e.tb.Helper()
+	ctx, cancel := ctxT(5 * time.Second)
+	defer cancel()
+	r, err := e.Health.Check(ctx, &healthpb.HealthCheckRequest{Service: "nri.plugin/" + full})
+	if err != nil {
+		e.tb.Errorf("health of nri.plugin/%s: %v", full, err)
+		return healthpb.HealthCheckResponse_UNKNOWN
+	}
+	return r.GetStatus()
 }
