@@ -356,6 +356,8 @@ func TestRuntimeClassic(t *testing.T) {
 				t.Errorf("pod-events: %s %v (%v), want PASS", s.Result, s.Messages, res.err)
 			case !apply && (s.Result != conformance.Fail || !strings.Contains(strings.Join(s.Messages, " "), "did not land")):
 				t.Errorf("pod-events: %s %v, want FAIL: the adjustment did not land", s.Result, s.Messages)
+			case !apply && strings.Contains(strings.Join(s.Messages, " "), "adjustment landed"):
+				t.Errorf("pod-events: %v: a failure also says the adjustment landed", s.Messages)
 			}
 			if m := result(&res.r, "configure").Messages; len(m) == 0 || m[0] != "runtime classic-test v1.2.3" {
 				t.Errorf("configure: %v", m)

@@ -226,7 +226,9 @@ func (p *classicProbe) checkPod(ctx context.Context, t conformance.T, bound time
 					t.Errorf("the adjustment did not land: %s of %s/%s lacks %s", ev, pod, ctr, adjustedEnv)
 				}
 			}
-			t.Logf("pod %s, container %s: events in order, adjustment landed", pod, ctr)
+			if !t.Failed() {
+				t.Logf("pod %s, container %s: events in order, adjustment landed", pod, ctr)
+			}
 			return
 		}
 		select {

@@ -45,7 +45,17 @@ func (e *Env) RunPodAnnotated(name string, annotations map[string]string) *Pod {
 // TryRunPod is RunPod returning the error.
 func (e *Env) TryRunPod(name string) (*Pod, error) { return e.tryRunPod(name, nil) }
 
+// TryRunPodWith is TryRunPod with the pod's configuration changed by edit
+// before it is sent (namespace, labels...).
+func (e *Env) TryRunPodWith(name string, edit func(*runtimeapi.PodSandboxConfig)) (*Pod, error) {
+	return e.tryRunPodEdit(name, nil, edit)
+}
+
 func (e *Env) tryRunPod(name string, annotations map[string]string) (*Pod, error) {
+	return e.tryRunPodEdit(name, annotations, nil)
+}
+
+func (e *Env) tryRunPodEdit(name string, annotations map[string]string, edit func(*runtimeapi.PodSandboxConfig)) (*Pod, error) {
 	ann := map[string]string{"e2e/pod": name}
 	for k, v := range annotations {
 		ann[k] = v
@@ -68,6 +78,9 @@ func (e *Env) tryRunPod(name string, annotations map[string]string) (*Pod, error
 				},
 			},
 		},
+	}
+	if edit != nil {
+		edit(cfg)
 	}
 	ctx, cancel := ctxT(criTimeout)
 	defer cancel()

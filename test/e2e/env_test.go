@@ -143,6 +143,9 @@ type EnvOptions struct {
 	// NridLogLevel is nrid's log.level (default "debug"; the benchmark
 	// uses nrid's own default, "info").
 	NridLogLevel string
+	// CtrdRequestTimeout is containerd's NRI plugin_request_timeout
+	// (default "2s"): the bridge's budget follows it.
+	CtrdRequestTimeout string
 }
 
 // Env is one scenario's containerd (with CRI and NRI on scratch sockets)
@@ -244,6 +247,10 @@ func NewEnv(tb testing.TB, opts EnvOptions) *Env {
 func (e *Env) containerdConfig(opts EnvOptions) string {
 	d := e.Dir
 	var validator string
+	reqTimeout := opts.CtrdRequestTimeout
+	if reqTimeout == "" {
+		reqTimeout = "2s"
+	}
 	if len(opts.ContainerdRequired) > 0 {
 		q := make([]string, len(opts.ContainerdRequired))
 		for i, p := range opts.ContainerdRequired {
@@ -307,8 +314,8 @@ temp = '%[1]s/tmp'
     plugin_path = '%[1]s/nri/plugins'
     plugin_config_path = '%[1]s/nri/conf.d'
     plugin_registration_timeout = '5s'
-    plugin_request_timeout = '2s'%[5]s
-`, d, ContainerdVersion, PauseImage, suite.Runc, validator)
+    plugin_request_timeout = '%[6]s'%[5]s
+`, d, ContainerdVersion, PauseImage, suite.Runc, validator, reqTimeout)
 }
 
 func (e *Env) nridConfig(opts EnvOptions) string {

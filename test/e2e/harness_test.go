@@ -253,7 +253,7 @@ func (s *Suite) buildRepoBinaries() error {
 		return nil
 	}
 	if err := run(nil, "build", "-tags", "e2e", "-o", s.Bin+"/",
-		"./cmd/nrid", "./examples/ulimit-adjuster", "./test/e2e/cmd/e2e-grpc-plugin", "./test/e2e/cmd/e2e-classic-plugin"); err != nil {
+		"./cmd/nrid", "./cmd/nrictl", "./cmd/nritest", "./examples/ulimit-adjuster", "./test/e2e/cmd/e2e-grpc-plugin", "./test/e2e/cmd/e2e-classic-plugin"); err != nil {
 		return err
 	}
 	if err := run([]string{"CGO_ENABLED=0"}, "build", "-tags", "e2e", "-trimpath", "-ldflags=-s -w",

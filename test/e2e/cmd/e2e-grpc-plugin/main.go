@@ -9,6 +9,12 @@
 //	-block-create NAME -blocked-marker FILE     CreateContainer of container NAME writes FILE and blocks
 //	-update-cpu-shares N                        UpdateContainer changes the target's cpu shares to N
 //	-fail-policy fail|ignore                    the failure policy it asks for
+//	-select-namespace NS, -select-labels SEL,
+//	-select-container GLOB                      one event selector (plugin.WithSelectors)
+//	-not-ready REASON                           registers NOT_READY
+//	SIGUSR1                                     reports READY (logs "SetStatus", then "Status READY")
+//	SIGUSR2                                     asks for a resync (logs "RequestResync" with the epoch)
+//	-timeout EVENT=D                            asks for timeout D for EVENT (e.g. CreateContainer=20s)
 package main
 
 import (
@@ -209,6 +215,12 @@ func run() error {
 	flag.StringVar(&p.blockedFile, "blocked-marker", "", "file written when CreateContainer blocks")
 	flag.Uint64Var(&p.updateCPUShares, "update-cpu-shares", 0, "cpu shares UpdateContainer sets on its target (0: none)")
 	failPolicy := flag.String("fail-policy", "", "failure policy to ask for: fail or ignore (default: the server's)")
+	var selNamespaces, selContainers, timeouts kvList
+	flag.Var(&selNamespaces, "select-namespace", "pod namespace of the plugin's event selector (repeatable)")
+	flag.Var(&selContainers, "select-container", "container name pattern of the plugin's event selector (repeatable)")
+	selLabels := flag.String("select-labels", "", "pod label selector (Kubernetes syntax) of the plugin's event selector")
+	notReady := flag.String("not-ready", "", "register NOT_READY with this reason (SIGUSR1 reports READY)")
+	flag.Var(&timeouts, "timeout", "EVENT=DURATION timeout to ask for, EVENT as in CreateContainer (repeatable)")
 	flag.Parse()
 	if *events == "" {
 		return errors.New("-events is required")
@@ -231,14 +243,96 @@ func run() error {
 	default:
 		return fmt.Errorf("-fail-policy %q: want fail or ignore", *failPolicy)
 	}
-	pl, err := plugin.New(p, opts...)
+	extra, err := p.extraOptions(selNamespaces, selContainers, *selLabels, *notReady, timeouts)
+	if err != nil {
+		return err
+	}
+	pl, err := plugin.New(p, append(opts, extra...)...)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2) // before Run: the test signals once the plugin is registered
+	defer signal.Stop(sig)
+	go p.onSignal(ctx, pl, sig)
 	if err := pl.Run(ctx); err != nil && !errors.Is(err, plugin.ErrReplaced) && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// extraOptions are the options of the selector, status and timeout flags.
+func (p *e2ePlugin) extraOptions(namespaces, containers kvList, labels, notReady string, timeouts kvList) ([]plugin.Option, error) {
+	var opts []plugin.Option
+	if len(namespaces) > 0 || len(containers) > 0 || labels != "" {
+		opts = append(opts, plugin.WithSelectors(&nriv1beta1.EventSelector{
+			Namespaces: namespaces, ContainerNames: containers, PodLabels: labels,
+		}))
+	}
+	if notReady != "" {
+		opts = append(opts, plugin.WithStatus(nriv1beta1.PluginStatus_PLUGIN_STATUS_NOT_READY, notReady))
+	}
+	if len(timeouts) > 0 {
+		t := plugin.Timeouts{Events: map[nriv1beta1.Event]time.Duration{}}
+		for _, kv := range timeouts {
+			name, d := split(kv, "=")
+			ev, ok := nriv1beta1.Event_value["EVENT_"+snake(name)]
+			if !ok {
+				return nil, fmt.Errorf("-timeout %q: unknown event", kv)
+			}
+			dur, err := time.ParseDuration(d)
+			if err != nil {
+				return nil, fmt.Errorf("-timeout %q: %w", kv, err)
+			}
+			t.Events[nriv1beta1.Event(ev)] = dur
+		}
+		opts = append(opts, plugin.WithTimeouts(t))
+	}
+	return opts, nil
+}
+
+// snake turns CreateContainer into CREATE_CONTAINER.
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
+// onSignal reports READY on SIGUSR1: it logs "SetStatus READY" before the
+// call, then "Status READY" once the server answered (the status is then in
+// effect), or "Status" with the error. On SIGUSR2 it asks for a resync and
+// logs "RequestResync" with the epoch (or the error).
+func (p *e2ePlugin) onSignal(ctx context.Context, pl *plugin.Plugin, sig <-chan os.Signal) {
+	for {
+		var s os.Signal
+		select {
+		case <-ctx.Done():
+			return
+		case s = <-sig:
+		}
+		if s == syscall.SIGUSR2 {
+			epoch, err := pl.RequestResync(ctx, "e2e: SIGUSR2")
+			if err != nil {
+				p.log(eventLine{Event: "RequestResync", Detail: "error: " + err.Error()})
+				continue
+			}
+			p.log(eventLine{Event: "RequestResync", Epoch: epoch})
+			continue
+		}
+		// Logged before the call: once the server has the status, calls
+		// may come before SetStatus returns.
+		p.log(eventLine{Event: "SetStatus", Detail: "READY"})
+		if err := pl.SetStatus(ctx, nriv1beta1.PluginStatus_PLUGIN_STATUS_READY, "warmed up"); err != nil {
+			p.log(eventLine{Event: "Status", Detail: "error: " + err.Error()})
+			continue
+		}
+		p.log(eventLine{Event: "Status", Detail: "READY"})
+	}
 }
