@@ -286,3 +286,50 @@ func TestRegistrationLimits(t *testing.T) {
 		})
 	}
 }
+
+// cancelAtDeadline answers CreateContainer with CANCELLED when the call's
+// context ends, as tonic's timeout does for a slow Rust handler.
+type cancelAtDeadline struct{ recordingImpl }
+
+func (c *cancelAtDeadline) CreateContainer(ctx context.Context, _ *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+	c.note("CreateContainer")
+	<-ctx.Done()
+	return nil, status.Error(codes.Canceled, "Timeout expired")
+}
+
+// TestCancelledAtTheDeadlineIsATimeout: a plugin that gives up on a call
+// because its deadline passed, answering CANCELLED, timed out: the call
+// counts as a timeout and the plugin is evicted (its policy does not keep
+// it connected), whichever of its answer and nrid's own timer came first.
+// A CANCELLED before the deadline stays an availability failure
+// (TestAvailabilityCodesNeverEvict).
+func TestCancelledAtTheDeadlineIsATimeout(t *testing.T) {
+	h := newHarness(t)
+	h.attach(nil, nil)
+	impl := &cancelAtDeadline{recordingImpl{mask: nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)}}
+	hd, err := h.srv.RegisterInProcess(h.ctx(), server.Registration{Name: "slow", Index: "10", Identity: "builtin",
+		Timeouts: &nriv1beta1.Timeouts{Request: durationpb.New(100 * time.Millisecond)}}, impl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.srv.CreateContainer(h.ctx(), fixture.CreateContainerRequest(1, 0)); err != nil {
+		t.Fatalf("CreateContainer (ignore policy) = %v", err)
+	}
+	rsp, err := h.srv.AdminService().ListPlugins(h.ctx(), &nriv1beta1.ListPluginsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rsp.GetPlugins() {
+		if c := p.GetCounters(); p.GetPlugin().GetName() == "slow" && (c.GetTimeouts() != 1 || c.GetUnavailable() != 0) {
+			t.Fatalf("counters %v, want the call counted as a timeout", c)
+		}
+	}
+	select {
+	case <-hd.Done():
+	case <-h.ctx().Done():
+		t.Fatal("the plugin that timed out was not evicted")
+	}
+	if err := hd.Err(); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("why the plugin went: %v, want the request handling timeout", err)
+	}
+}

@@ -69,7 +69,7 @@ func call[Req, Rsp proto.Message](ctx context.Context, p *plugin, m rpc[Req, Rsp
 		rsp, err = callRemote(cctx, p.c.cc, m, req, raw)
 	}
 	if err != nil {
-		return zero, err
+		return zero, atDeadline(ctx, cctx, err)
 	}
 	// A plugin's invalid UTF-8 must not reach a runtime (whose protobuf-go
 	// client could not decode the answer) or nrid's own clients.
@@ -77,6 +77,25 @@ func call[Req, Rsp proto.Message](ctx context.Context, p *plugin, m rpc[Req, Rsp
 		return zero, protocolError{status.Newf(codes.Internal, "the plugin's response is malformed: %s is not valid UTF-8", field)}
 	}
 	return rsp, nil
+}
+
+// atDeadline reports a CANCELLED answer that came at or after the call's
+// deadline as DEADLINE_EXCEEDED: the plugin (or its gRPC library: tonic's
+// timeout answers CANCELLED "Timeout expired") gave up because the deadline
+// passed, and its answer beat nrid's own timer to the transport, which
+// happens under load. It is a timeout, with the timeout's consequences,
+// not "the plugin gave up on this call". The plugin's timer starts when it
+// receives the call, so it cannot fire before nrid's deadline: a CANCELLED
+// before the deadline is the plugin's own and stays an availability
+// failure. The caller's own cancellation is left as it is.
+func atDeadline(ctx, cctx context.Context, err error) error {
+	if status.Code(err) != codes.Canceled || ctx.Err() != nil {
+		return err
+	}
+	if dl, ok := cctx.Deadline(); !ok || time.Now().Before(dl) {
+		return err
+	}
+	return status.Error(codes.DeadlineExceeded, "the plugin answered CANCELLED at its call's deadline: "+clip(status.Convert(err).Message()))
 }
 
 // callRemote sends req, or raw when it is not nil, over cc.
