@@ -53,9 +53,12 @@ func checkReason(reason string) error {
 // SetStatus reports the plugin's status — READY, NOT_READY or DEGRADED —
 // with a reason for operators (at most MaxStatusReasonLen bytes of UTF-8).
 // The plugin keeps it across registrations: after nrid restarts, the
-// plugin registers again with the status it last reported. While the
-// plugin is not registered SetStatus only records it (nil error); the
-// next registration carries it. Reports are sent in the order of the
+// plugin registers again with the status it last reported. While a
+// registration is under way SetStatus records it and returns nil: it is
+// sent as soon as the plugin is registered. While the plugin is not
+// registered at all, SetStatus records it for the next registration and
+// returns ErrNotRegistered, as the Python, TypeScript and Rust SDKs do.
+// Reports are sent in the order of the
 // calls. Without a deadline on ctx, a 10 s one is set.
 func (p *Plugin) SetStatus(ctx context.Context, status nriv1beta1.PluginStatus, reason string) error {
 	if err := checkStatus(status, reason); err != nil {
@@ -65,10 +68,14 @@ func (p *Plugin) SetStatus(ctx context.Context, status nriv1beta1.PluginStatus, 
 	defer p.statusMu.Unlock()
 	p.mu.Lock()
 	p.status = statusReport{status: status, reason: reason, version: p.status.version + 1}
-	s, inst := p.current, p.instance
+	s, inst, registering := p.current, p.instance, p.pending != nil
 	p.mu.Unlock()
 	if s == nil || inst == "" {
-		return nil
+		if registering {
+			// Sent once the registration completes (catchUpStatus).
+			return nil
+		}
+		return fmt.Errorf("plugin %s: SetStatus: %w (the status is kept for the next registration)", p.full, ErrNotRegistered)
 	}
 	ctx, cancel := p.callContext(ctx, inst)
 	defer cancel()

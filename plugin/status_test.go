@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -79,9 +80,10 @@ func TestWithStatusIsChecked(t *testing.T) {
 	if _, err := p.RequestResync(context.Background(), ""); err == nil || !strings.Contains(err.Error(), plugin.ErrNotRegistered.Error()) {
 		t.Fatalf("RequestResync unregistered: %v", err)
 	}
-	// Not registered: recorded for the next registration.
-	if err := p.SetStatus(context.Background(), nriv1beta1.PluginStatus_PLUGIN_STATUS_NOT_READY, "later"); err != nil {
-		t.Fatal(err)
+	// Not registered: ErrNotRegistered, and recorded for the next
+	// registration.
+	if err := p.SetStatus(context.Background(), nriv1beta1.PluginStatus_PLUGIN_STATUS_NOT_READY, "later"); !errors.Is(err, plugin.ErrNotRegistered) {
+		t.Fatalf("SetStatus unregistered: %v, want ErrNotRegistered", err)
 	}
 	if st, _ := p.Status(); st != nriv1beta1.PluginStatus_PLUGIN_STATUS_NOT_READY {
 		t.Fatalf("Status() = %v", st)
