@@ -417,7 +417,9 @@ func startChild(t *testing.T, uid uint32, mode string, env map[string]string) *c
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			var r childResult
@@ -427,7 +429,10 @@ func startChild(t *testing.T, uid uint32, mode string, env map[string]string) *c
 		}
 		close(c.results)
 	}()
-	go func() { _ = c.cmd.Wait(); close(c.exited) }()
+	// Wait closes the stdout pipe: only once every line is read, or a
+	// child that writes its results and exits at once loses them (seen
+	// under load: "the child ended without a result").
+	go func() { <-scanned; _ = c.cmd.Wait(); close(c.exited) }()
 	t.Cleanup(func() { c.stop(t) })
 	return c
 }
