@@ -43,7 +43,8 @@ const (
 	// call it receives to.
 	EnvDriver = "NRI_CONFORMANCE_DRIVER"
 	// EnvRegistration is the protobuf JSON of a RegisterPluginRequest
-	// (plugin_name, plugin_idx, capabilities, timeouts) the executor
+	// (plugin_name, plugin_idx, capabilities, timeouts, selectors, status,
+	// status_reason) the executor
 	// registers with, through its SDK's public API.
 	EnvRegistration = "NRI_CONFORMANCE_REGISTRATION"
 )
@@ -249,6 +250,7 @@ func (e *execEnv) TryStartPlugin(t T, spec *PluginSpec) (Plugin, error) {
 	t.Cleanup(p.stopDriver)
 	reg, err := protojson.Marshal(&nriv1beta1.RegisterPluginRequest{
 		PluginName: spec.Name, PluginIdx: spec.Index, Capabilities: spec.Capabilities, Timeouts: spec.Timeouts,
+		Selectors: spec.Selectors, Status: spec.Status, StatusReason: spec.StatusReason,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -506,22 +508,60 @@ func (p *execPlugin) Done() <-chan struct{} { return p.done }
 
 func (p *execPlugin) Shutdowns() []*nriv1beta1.ShutdownRequest { return p.tp.Shutdowns() }
 
+// runtimeService calls f with a RuntimeService client on the server's
+// socket and an outgoing context carrying the instance id the driver
+// learned: the plugin's own calls, made by the harness on its behalf.
+func (p *execPlugin) runtimeService(ctx context.Context, f func(context.Context, nriv1beta1.RuntimeServiceClient) error) error {
+	cc, err := grpc.NewClient("unix://"+p.env.sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, p.InstanceID())
+	return f(ctx, nriv1beta1.NewRuntimeServiceClient(cc))
+}
+
 // UpdateContainers calls RuntimeService.UpdateContainers over the server's
 // socket with the instance id the driver learned.
 func (p *execPlugin) UpdateContainers(ctx context.Context, updates []*nriv1beta1.ContainerUpdate,
 	evictions []*nriv1beta1.ContainerEviction) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
-	cc, err := grpc.NewClient("unix://"+p.env.sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cc.Close()
-	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, p.InstanceID())
-	rsp, err := nriv1beta1.NewRuntimeServiceClient(cc).UpdateContainers(ctx,
-		&nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions})
+	var rsp *nriv1beta1.UpdateContainersResponse
+	err := p.runtimeService(ctx, func(ctx context.Context, c nriv1beta1.RuntimeServiceClient) error {
+		var err error
+		rsp, err = c.UpdateContainers(ctx, &nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions})
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return rsp.GetFailed(), rsp.GetFailedEvictions(), nil
+}
+
+// The executors' plugins report their status and ask for resyncs
+// (StatusReporter) through the harness, as UpdateContainers: the executor
+// protocol has no channel to make the executor call its SDK's own
+// set_status / request_resync (docs/CONFORMANCE.md).
+var _ StatusReporter = (*execPlugin)(nil)
+
+// SetStatus calls RuntimeService.SetPluginStatus over the server's socket
+// with the instance id the driver learned.
+func (p *execPlugin) SetStatus(ctx context.Context, st nriv1beta1.PluginStatus, reason string) error {
+	return p.runtimeService(ctx, func(ctx context.Context, c nriv1beta1.RuntimeServiceClient) error {
+		_, err := c.SetPluginStatus(ctx, &nriv1beta1.SetPluginStatusRequest{Status: st, Reason: reason})
+		return err
+	})
+}
+
+// RequestResync calls RuntimeService.RequestResync over the server's
+// socket with the instance id the driver learned and returns the epoch.
+func (p *execPlugin) RequestResync(ctx context.Context, reason string) (uint64, error) {
+	var epoch uint64
+	err := p.runtimeService(ctx, func(ctx context.Context, c nriv1beta1.RuntimeServiceClient) error {
+		rsp, err := c.RequestResync(ctx, &nriv1beta1.RequestResyncRequest{Reason: reason})
+		epoch = rsp.GetEpoch()
+		return err
+	})
+	return epoch, err
 }
 
 // testWriter hands an executor's output to t.Log line by line while the

@@ -125,6 +125,9 @@ def main() -> int:
         dry_run=caps.dry_run,
         resync=caps.resync,
         timeouts=timeouts,
+        selectors=list(reg.selectors),
+        status=reg.status,
+        status_reason=reg.status_reason,
     )
     try:
         nri_grpc.run(plugin)

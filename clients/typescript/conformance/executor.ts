@@ -94,6 +94,9 @@ function main(): Promise<number> {
     dryRun: c?.dryRun,
     resync: c?.resync,
     timeouts,
+    selectors: reg.selectors,
+    status: reg.status,
+    statusReason: reg.statusReason,
   });
   return run(plugin).then(
     () => 0,

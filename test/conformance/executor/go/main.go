@@ -74,6 +74,12 @@ func run() error {
 		}
 		opts = append(opts, plugin.WithTimeouts(pt))
 	}
+	if sels := reg.GetSelectors(); len(sels) > 0 {
+		opts = append(opts, plugin.WithSelectors(sels...))
+	}
+	if reg.GetStatus() != nriv1beta1.PluginStatus_PLUGIN_STATUS_UNSPECIFIED || reg.GetStatusReason() != "" {
+		opts = append(opts, plugin.WithStatus(reg.GetStatus(), reg.GetStatusReason()))
+	}
 	p, err := plugin.New(&forwarder{d: nriv1beta1.NewPluginServiceClient(cc)}, opts...)
 	if err != nil {
 		return err

@@ -160,6 +160,13 @@ async fn main() -> ExitCode {
             }
         }
     }
+    if !reg.selectors.is_empty() {
+        b = b.selectors(reg.selectors);
+    }
+    if reg.status != 0 || !reg.status_reason.is_empty() {
+        let st = PluginStatus::try_from(reg.status).unwrap_or(PluginStatus::Unspecified);
+        b = b.status(st, reg.status_reason);
+    }
     let plugin = match b.build() {
         Ok(p) => p,
         Err(e) => {
