@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +49,11 @@ const (
 	// status_reason) the executor
 	// registers with, through its SDK's public API.
 	EnvRegistration = "NRI_CONFORMANCE_REGISTRATION"
+	// ReplyPrefix starts the executor's answers to the harness's commands
+	// (docs/CONFORMANCE.md, "Commands"): one line on its standard output,
+	// "nri-conformance-reply\t<id>\tok\t<epoch>" or
+	// "nri-conformance-reply\t<id>\terror\t<message>".
+	ReplyPrefix = "nri-conformance-reply\t"
 )
 
 // ExecutorOption configures ExecutorSetup.
@@ -403,6 +410,10 @@ type execPlugin struct {
 	done       chan struct{} // closed when the registration ended
 
 	cmd     *exec.Cmd
+	stdin   io.WriteCloser // the executor's commands
+	cmdMu   sync.Mutex     // guards stdin, cmdSeq, pending
+	cmdSeq  int
+	pending map[string]chan cmdReply
 	waitErr error         // set before exited is closed
 	exited  chan struct{} // closed when the process exited
 	stop    sync.Once
@@ -434,18 +445,82 @@ func (p *execPlugin) launch(t T, registration string) error {
 	)
 	cmd.Env = append(cmd.Env, e.xo.env...)
 	out := newTestWriter(t, p.full)
+	out.reply = p.reply
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = Wait
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	p.pending = map[string]chan cmdReply{}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	p.cmd = cmd
+	p.cmd, p.stdin = cmd, stdin
 	go func() {
 		p.waitErr = cmd.Wait()
 		out.flush()
 		close(p.exited)
 	}()
 	return nil
+}
+
+// cmdReply is an executor's answer to a command.
+type cmdReply struct {
+	ok    bool
+	value string // the epoch, or the error message
+}
+
+// reply takes an answer line off the executor's output; false for any
+// other line.
+func (p *execPlugin) reply(line string) bool {
+	rest, ok := strings.CutPrefix(line, ReplyPrefix)
+	if !ok {
+		return false
+	}
+	f := strings.SplitN(rest, "\t", 3)
+	if len(f) != 3 || (f[1] != "ok" && f[1] != "error") {
+		return false
+	}
+	p.cmdMu.Lock()
+	ch := p.pending[f[0]]
+	delete(p.pending, f[0])
+	p.cmdMu.Unlock()
+	if ch != nil {
+		ch <- cmdReply{ok: f[1] == "ok", value: f[2]}
+	}
+	return true
+}
+
+// command sends the executor one command line (fields joined by tabs) and
+// waits for its answer: the executor makes the call through its SDK.
+func (p *execPlugin) command(ctx context.Context, fields ...string) (string, error) {
+	for _, f := range fields {
+		if strings.ContainsAny(f, "\t\n") {
+			return "", fmt.Errorf("conformance harness: command field %q has a tab or newline", f)
+		}
+	}
+	ch := make(chan cmdReply, 1)
+	p.cmdMu.Lock()
+	p.cmdSeq++
+	id := fmt.Sprint(p.cmdSeq)
+	p.pending[id] = ch
+	_, err := io.WriteString(p.stdin, id+"\t"+strings.Join(fields, "\t")+"\n")
+	p.cmdMu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("sending %s to the executor of %s: %w", fields[0], p.full, err)
+	}
+	select {
+	case r := <-ch:
+		if !r.ok {
+			return "", fmt.Errorf("the executor of %s: %s: %s", p.full, fields[0], r.value)
+		}
+		return r.value, nil
+	case <-p.exited:
+		return "", fmt.Errorf("the executor of %s exited before answering %s", p.full, fields[0])
+	case <-ctx.Done():
+		return "", fmt.Errorf("the executor of %s did not answer %s: %w", p.full, fields[0], ctx.Err())
+	}
 }
 
 func (p *execPlugin) markRegistered(id string) {
@@ -510,7 +585,7 @@ func (p *execPlugin) Shutdowns() []*nriv1beta1.ShutdownRequest { return p.tp.Shu
 
 // runtimeService calls f with a RuntimeService client on the server's
 // socket and an outgoing context carrying the instance id the driver
-// learned: the plugin's own calls, made by the harness on its behalf.
+// learned: the plugin's own call, made by the harness on its behalf.
 func (p *execPlugin) runtimeService(ctx context.Context, f func(context.Context, nriv1beta1.RuntimeServiceClient) error) error {
 	cc, err := grpc.NewClient("unix://"+p.env.sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
 	if err != nil {
@@ -538,30 +613,29 @@ func (p *execPlugin) UpdateContainers(ctx context.Context, updates []*nriv1beta1
 }
 
 // The executors' plugins report their status and ask for resyncs
-// (StatusReporter) through the harness, as UpdateContainers: the executor
-// protocol has no channel to make the executor call its SDK's own
-// set_status / request_resync (docs/CONFORMANCE.md).
+// (StatusReporter) through their SDKs: the harness sends the executor a
+// command, which calls its SDK's own API (docs/CONFORMANCE.md).
 var _ StatusReporter = (*execPlugin)(nil)
 
-// SetStatus calls RuntimeService.SetPluginStatus over the server's socket
-// with the instance id the driver learned.
+// SetStatus makes the executor report st through its SDK (Go
+// plugin.SetStatus, Python set_status, ...).
 func (p *execPlugin) SetStatus(ctx context.Context, st nriv1beta1.PluginStatus, reason string) error {
-	return p.runtimeService(ctx, func(ctx context.Context, c nriv1beta1.RuntimeServiceClient) error {
-		_, err := c.SetPluginStatus(ctx, &nriv1beta1.SetPluginStatusRequest{Status: st, Reason: reason})
-		return err
-	})
+	_, err := p.command(ctx, "set_status", st.String(), reason)
+	return err
 }
 
-// RequestResync calls RuntimeService.RequestResync over the server's
-// socket with the instance id the driver learned and returns the epoch.
+// RequestResync makes the executor ask for a resync through its SDK and
+// returns the epoch the SDK got.
 func (p *execPlugin) RequestResync(ctx context.Context, reason string) (uint64, error) {
-	var epoch uint64
-	err := p.runtimeService(ctx, func(ctx context.Context, c nriv1beta1.RuntimeServiceClient) error {
-		rsp, err := c.RequestResync(ctx, &nriv1beta1.RequestResyncRequest{Reason: reason})
-		epoch = rsp.GetEpoch()
-		return err
-	})
-	return epoch, err
+	v, err := p.command(ctx, "request_resync", reason)
+	if err != nil {
+		return 0, err
+	}
+	epoch, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("the executor of %s answered request_resync with epoch %q", p.full, v)
+	}
+	return epoch, nil
 }
 
 // testWriter hands an executor's output to t.Log line by line while the
@@ -572,6 +646,7 @@ type testWriter struct {
 	prefix string
 	buf    []byte
 	done   bool
+	reply  func(line string) bool // takes the executor's answers off the log
 }
 
 func newTestWriter(t T, prefix string) *testWriter {
@@ -609,6 +684,9 @@ func (w *testWriter) flush() {
 }
 
 func (w *testWriter) emit(line string) {
+	if w.reply != nil && w.reply(line) {
+		return
+	}
 	if !w.done {
 		w.t.Logf("[%s] %s", w.prefix, line)
 	}
