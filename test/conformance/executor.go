@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,9 +45,15 @@ const (
 	// call it receives to.
 	EnvDriver = "NRI_CONFORMANCE_DRIVER"
 	// EnvRegistration is the protobuf JSON of a RegisterPluginRequest
-	// (plugin_name, plugin_idx, capabilities, timeouts) the executor
+	// (plugin_name, plugin_idx, capabilities, timeouts, selectors, status,
+	// status_reason) the executor
 	// registers with, through its SDK's public API.
 	EnvRegistration = "NRI_CONFORMANCE_REGISTRATION"
+	// ReplyPrefix starts the executor's answers to the harness's commands
+	// (docs/CONFORMANCE.md, "Commands"): one line on its standard output,
+	// "nri-conformance-reply\t<id>\tok\t<epoch>" or
+	// "nri-conformance-reply\t<id>\terror\t<message>".
+	ReplyPrefix = "nri-conformance-reply\t"
 )
 
 // ExecutorOption configures ExecutorSetup.
@@ -249,6 +257,7 @@ func (e *execEnv) TryStartPlugin(t T, spec *PluginSpec) (Plugin, error) {
 	t.Cleanup(p.stopDriver)
 	reg, err := protojson.Marshal(&nriv1beta1.RegisterPluginRequest{
 		PluginName: spec.Name, PluginIdx: spec.Index, Capabilities: spec.Capabilities, Timeouts: spec.Timeouts,
+		Selectors: spec.Selectors, Status: spec.Status, StatusReason: spec.StatusReason,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -401,6 +410,10 @@ type execPlugin struct {
 	done       chan struct{} // closed when the registration ended
 
 	cmd     *exec.Cmd
+	stdin   io.WriteCloser // the executor's commands
+	cmdMu   sync.Mutex     // guards stdin, cmdSeq, pending
+	cmdSeq  int
+	pending map[string]chan cmdReply
 	waitErr error         // set before exited is closed
 	exited  chan struct{} // closed when the process exited
 	stop    sync.Once
@@ -432,18 +445,82 @@ func (p *execPlugin) launch(t T, registration string) error {
 	)
 	cmd.Env = append(cmd.Env, e.xo.env...)
 	out := newTestWriter(t, p.full)
+	out.reply = p.reply
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = Wait
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	p.pending = map[string]chan cmdReply{}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	p.cmd = cmd
+	p.cmd, p.stdin = cmd, stdin
 	go func() {
 		p.waitErr = cmd.Wait()
 		out.flush()
 		close(p.exited)
 	}()
 	return nil
+}
+
+// cmdReply is an executor's answer to a command.
+type cmdReply struct {
+	ok    bool
+	value string // the epoch, or the error message
+}
+
+// reply takes an answer line off the executor's output; false for any
+// other line.
+func (p *execPlugin) reply(line string) bool {
+	rest, ok := strings.CutPrefix(line, ReplyPrefix)
+	if !ok {
+		return false
+	}
+	f := strings.SplitN(rest, "\t", 3)
+	if len(f) != 3 || (f[1] != "ok" && f[1] != "error") {
+		return false
+	}
+	p.cmdMu.Lock()
+	ch := p.pending[f[0]]
+	delete(p.pending, f[0])
+	p.cmdMu.Unlock()
+	if ch != nil {
+		ch <- cmdReply{ok: f[1] == "ok", value: f[2]}
+	}
+	return true
+}
+
+// command sends the executor one command line (fields joined by tabs) and
+// waits for its answer: the executor makes the call through its SDK.
+func (p *execPlugin) command(ctx context.Context, fields ...string) (string, error) {
+	for _, f := range fields {
+		if strings.ContainsAny(f, "\t\n") {
+			return "", fmt.Errorf("conformance harness: command field %q has a tab or newline", f)
+		}
+	}
+	ch := make(chan cmdReply, 1)
+	p.cmdMu.Lock()
+	p.cmdSeq++
+	id := fmt.Sprint(p.cmdSeq)
+	p.pending[id] = ch
+	_, err := io.WriteString(p.stdin, id+"\t"+strings.Join(fields, "\t")+"\n")
+	p.cmdMu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("sending %s to the executor of %s: %w", fields[0], p.full, err)
+	}
+	select {
+	case r := <-ch:
+		if !r.ok {
+			return "", fmt.Errorf("the executor of %s: %s: %s", p.full, fields[0], r.value)
+		}
+		return r.value, nil
+	case <-p.exited:
+		return "", fmt.Errorf("the executor of %s exited before answering %s", p.full, fields[0])
+	case <-ctx.Done():
+		return "", fmt.Errorf("the executor of %s did not answer %s: %w", p.full, fields[0], ctx.Err())
+	}
 }
 
 func (p *execPlugin) markRegistered(id string) {
@@ -506,22 +583,59 @@ func (p *execPlugin) Done() <-chan struct{} { return p.done }
 
 func (p *execPlugin) Shutdowns() []*nriv1beta1.ShutdownRequest { return p.tp.Shutdowns() }
 
+// runtimeService calls f with a RuntimeService client on the server's
+// socket and an outgoing context carrying the instance id the driver
+// learned: the plugin's own call, made by the harness on its behalf.
+func (p *execPlugin) runtimeService(ctx context.Context, f func(context.Context, nriv1beta1.RuntimeServiceClient) error) error {
+	cc, err := grpc.NewClient("unix://"+p.env.sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, p.InstanceID())
+	return f(ctx, nriv1beta1.NewRuntimeServiceClient(cc))
+}
+
 // UpdateContainers calls RuntimeService.UpdateContainers over the server's
 // socket with the instance id the driver learned.
 func (p *execPlugin) UpdateContainers(ctx context.Context, updates []*nriv1beta1.ContainerUpdate,
 	evictions []*nriv1beta1.ContainerEviction) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
-	cc, err := grpc.NewClient("unix://"+p.env.sock, grpc.WithTransportCredentials(insecure.NewCredentials()), codec.DialOption())
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cc.Close()
-	ctx = metadata.AppendToOutgoingContext(ctx, nri.MetadataInstanceID, p.InstanceID())
-	rsp, err := nriv1beta1.NewRuntimeServiceClient(cc).UpdateContainers(ctx,
-		&nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions})
+	var rsp *nriv1beta1.UpdateContainersResponse
+	err := p.runtimeService(ctx, func(ctx context.Context, c nriv1beta1.RuntimeServiceClient) error {
+		var err error
+		rsp, err = c.UpdateContainers(ctx, &nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions})
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return rsp.GetFailed(), rsp.GetFailedEvictions(), nil
+}
+
+// The executors' plugins report their status and ask for resyncs
+// (StatusReporter) through their SDKs: the harness sends the executor a
+// command, which calls its SDK's own API (docs/CONFORMANCE.md).
+var _ StatusReporter = (*execPlugin)(nil)
+
+// SetStatus makes the executor report st through its SDK (Go
+// plugin.SetStatus, Python set_status, ...).
+func (p *execPlugin) SetStatus(ctx context.Context, st nriv1beta1.PluginStatus, reason string) error {
+	_, err := p.command(ctx, "set_status", st.String(), reason)
+	return err
+}
+
+// RequestResync makes the executor ask for a resync through its SDK and
+// returns the epoch the SDK got.
+func (p *execPlugin) RequestResync(ctx context.Context, reason string) (uint64, error) {
+	v, err := p.command(ctx, "request_resync", reason)
+	if err != nil {
+		return 0, err
+	}
+	epoch, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("the executor of %s answered request_resync with epoch %q", p.full, v)
+	}
+	return epoch, nil
 }
 
 // testWriter hands an executor's output to t.Log line by line while the
@@ -532,6 +646,7 @@ type testWriter struct {
 	prefix string
 	buf    []byte
 	done   bool
+	reply  func(line string) bool // takes the executor's answers off the log
 }
 
 func newTestWriter(t T, prefix string) *testWriter {
@@ -569,6 +684,9 @@ func (w *testWriter) flush() {
 }
 
 func (w *testWriter) emit(line string) {
+	if w.reply != nil && w.reply(line) {
+		return
+	}
 	if !w.done {
 		w.t.Logf("[%s] %s", w.prefix, line)
 	}

@@ -98,6 +98,50 @@ for _event, _name in HANDLER_NAMES.items():
     setattr(Forwarder, _name, _event_handler(event_name(_event), _name))
 
 
+async def _command(plugin: nri_grpc.Plugin, f: list[str]) -> str:
+    # Once the SDK holds its registration: the harness sends a command after
+    # the server answered, which the SDK may not have read yet.
+    await plugin.wait_registered()
+    if len(f) == 4 and f[1] == "set_status":
+        await plugin.set_status(f[2], f[3])
+        return ""
+    if len(f) == 3 and f[1] == "request_resync":
+        return str(await plugin.request_resync(f[2]))
+    raise ValueError(f"unknown command {' '.join(f[1:])!r}")
+
+
+def _commands(plugin: nri_grpc.Plugin, loop: asyncio.AbstractEventLoop) -> None:
+    """Runs the harness's commands (docs/CONFORMANCE.md, "Commands"): one
+    per line of standard input, each made through the SDK's own API and
+    answered with one line on standard output."""
+
+    def answer(ident: str, fut: Any) -> None:
+        try:
+            line = f"nri-conformance-reply\t{ident}\tok\t{fut.result()}\n"
+        except Exception as e:  # noqa: BLE001 - every failure is the answer
+            msg = str(e).replace("\n", " ")
+            line = f"nri-conformance-reply\t{ident}\terror\t{msg}\n"
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+    for raw in sys.stdin:
+        f = raw.rstrip("\n").split("\t")
+        fut = asyncio.run_coroutine_threadsafe(_command(plugin, f), loop)
+        fut.add_done_callback(lambda fut, ident=f[0]: answer(ident, fut))
+
+
+async def _run(plugin: nri_grpc.Plugin) -> None:
+    # nri_grpc.run, with the command reader beside it.
+    import signal
+    import threading
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, plugin.stop)
+    threading.Thread(target=_commands, args=(plugin, loop), daemon=True).start()
+    await plugin.run()
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("nri_grpc").setLevel(logging.DEBUG)
@@ -125,9 +169,12 @@ def main() -> int:
         dry_run=caps.dry_run,
         resync=caps.resync,
         timeouts=timeouts,
+        selectors=list(reg.selectors),
+        status=reg.status,
+        status_reason=reg.status_reason,
     )
     try:
-        nri_grpc.run(plugin)
+        asyncio.run(_run(plugin))
     except nri_grpc.RegistrationRefused as e:
         logging.error("%s", e)
         return 1

@@ -6,6 +6,7 @@
 // the PluginService at NRI_CONFORMANCE_DRIVER.
 
 import * as net from "node:net";
+import * as readline from "node:readline";
 
 import { fromJsonString } from "@bufbuild/protobuf";
 import type { Duration } from "@bufbuild/protobuf/wkt";
@@ -25,6 +26,7 @@ import {
   type CallContext,
   type Event,
   type Handlers,
+  type StatusInit,
   type Timeouts,
 } from "@nri-grpc/plugin";
 import { PluginService } from "@nri-grpc/plugin/gen/plugin_service_pb";
@@ -61,6 +63,12 @@ function main(): Promise<number> {
       const err = ConnectError.from(e);
       if (until !== undefined && Date.now() >= until && (err.code === Code.DeadlineExceeded || err.code === Code.Canceled)) {
         if (!ctx.signal.aborted) await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+        // The call ended: answer with its own end (DEADLINE_EXCEEDED when
+        // the SDK's timer for the call's grpc-timeout fired), not with the
+        // driver's error. The driver's CANCELLED reaching nrid before its
+        // own timer fired (a loaded machine) would be taken for a plugin
+        // that gave up, not one that timed out.
+        throw ConnectError.from(ctx.signal.reason);
       }
       throw new ConnectError(err.rawMessage, err.code);
     }
@@ -94,7 +102,11 @@ function main(): Promise<number> {
     dryRun: c?.dryRun,
     resync: c?.resync,
     timeouts,
+    selectors: reg.selectors,
+    status: reg.status,
+    statusReason: reg.statusReason,
   });
+  commands(plugin);
   return run(plugin).then(
     () => 0,
     (e: unknown) => {
@@ -102,6 +114,35 @@ function main(): Promise<number> {
       return 1;
     },
   );
+}
+
+// Runs the harness's commands (docs/CONFORMANCE.md, "Commands"): one per
+// line of standard input, each made through the SDK's own API and answered
+// with one line on standard output.
+function commands(plugin: Plugin): void {
+  const command = async (f: string[]): Promise<string> => {
+    // Once the SDK holds its registration: the harness sends a command
+    // after the server answered, which the SDK may not have read yet.
+    await plugin.waitRegistered();
+    if (f.length === 4 && f[1] === "set_status") {
+      // The SDK checks the name ("READY", "NOT_READY", "DEGRADED").
+      await plugin.setStatus(f[2].replace(/^PLUGIN_STATUS_/, "") as StatusInit, f[3]);
+      return "";
+    }
+    if (f.length === 3 && f[1] === "request_resync") return String(await plugin.requestResync(f[2]));
+    throw new Error(`unknown command ${JSON.stringify(f.slice(1).join(" "))}`);
+  };
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  lines.on("line", (line) => {
+    const f = line.split("\t");
+    command(f).then(
+      (v) => process.stdout.write(`nri-conformance-reply\t${f[0]}\tok\t${v}\n`),
+      (e: unknown) => {
+        const msg = (e instanceof Error ? e.message : String(e)).replace(/\n/g, " ");
+        process.stdout.write(`nri-conformance-reply\t${f[0]}\terror\t${msg}\n`);
+      },
+    );
+  });
 }
 
 main().then((code) => process.exit(code));

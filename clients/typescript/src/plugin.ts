@@ -1211,6 +1211,11 @@ export class Plugin {
       try {
         return ((await h.call(this.h, req, ctx)) ?? {}) as never;
       } catch (e) {
+        // The call ended (its deadline passed, or nrid cancelled it): its
+        // own end is the answer, not a rejection. A timed-out validator
+        // answering "reject" first (connect's timer firing before nrid's on
+        // a loaded machine) would be taken for a verdict, not a timeout.
+        if (hctx.signal.aborted) throw ConnectError.from(hctx.signal.reason);
         const reason = e instanceof ConnectError ? e.rawMessage : e instanceof Error ? e.message || e.name : String(e);
         this.log.debug(`rejecting container adjustment: ${reason}`);
         return { reject: true, reason } as never;

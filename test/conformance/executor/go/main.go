@@ -5,12 +5,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -74,12 +79,19 @@ func run() error {
 		}
 		opts = append(opts, plugin.WithTimeouts(pt))
 	}
+	if sels := reg.GetSelectors(); len(sels) > 0 {
+		opts = append(opts, plugin.WithSelectors(sels...))
+	}
+	if reg.GetStatus() != nriv1beta1.PluginStatus_PLUGIN_STATUS_UNSPECIFIED || reg.GetStatusReason() != "" {
+		opts = append(opts, plugin.WithStatus(reg.GetStatus(), reg.GetStatusReason()))
+	}
 	p, err := plugin.New(&forwarder{d: nriv1beta1.NewPluginServiceClient(cc)}, opts...)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	go commands(ctx, p, os.Stdin, os.Stdout)
 	if err := p.Run(ctx); err != nil && !errors.Is(err, plugin.ErrReplaced) {
 		return err
 	}
@@ -167,4 +179,47 @@ func (f *forwarder) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveC
 
 func (f *forwarder) ValidateContainerAdjustment(ctx context.Context, req *nriv1beta1.ValidateContainerAdjustmentRequest) (*nriv1beta1.ValidateContainerAdjustmentResponse, error) {
 	return f.d.ValidateContainerAdjustment(out(ctx), req)
+}
+
+// commands runs the harness's commands (docs/CONFORMANCE.md, "Commands"):
+// one per line of in, "<id>\tset_status\t<STATUS>\t<reason>" or
+// "<id>\trequest_resync\t<reason>", each made through the SDK's own API
+// and answered with one line on out.
+func commands(ctx context.Context, p *plugin.Plugin, in io.Reader, out io.Writer) {
+	var mu sync.Mutex
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		go func() {
+			v, err := command(ctx, p, f)
+			line := "nri-conformance-reply\t" + f[0] + "\tok\t" + v + "\n"
+			if err != nil {
+				line = "nri-conformance-reply\t" + f[0] + "\terror\t" + strings.ReplaceAll(err.Error(), "\n", " ") + "\n"
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			_, _ = io.WriteString(out, line)
+		}()
+	}
+}
+
+// command runs one command once the SDK holds its registration (the
+// harness sends it after the server answered; the SDK may not have read the
+// answer yet).
+func command(ctx context.Context, p *plugin.Plugin, f []string) (string, error) {
+	if _, err := p.WaitRegistered(ctx); err != nil {
+		return "", err
+	}
+	switch {
+	case len(f) == 4 && f[1] == "set_status":
+		st, ok := nriv1beta1.PluginStatus_value[f[2]]
+		if !ok {
+			return "", fmt.Errorf("unknown status %q", f[2])
+		}
+		return "", p.SetStatus(ctx, nriv1beta1.PluginStatus(st), f[3])
+	case len(f) == 3 && f[1] == "request_resync":
+		epoch, err := p.RequestResync(ctx, f[2])
+		return strconv.FormatUint(epoch, 10), err
+	}
+	return "", fmt.Errorf("unknown command %q", strings.Join(f[1:], " "))
 }

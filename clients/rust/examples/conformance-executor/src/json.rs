@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use nri_grpc::v1beta1::{Capabilities, Event, EventTimeout, RegisterPluginRequest, Timeouts};
+use nri_grpc::v1beta1::{
+    Capabilities, Event, EventSelector, EventTimeout, PluginStatus, RegisterPluginRequest, Timeouts,
+};
 
 /// A JSON value.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,8 +195,56 @@ fn duration(v: Option<&Value>) -> Result<Option<prost_types::Duration>, String> 
     Ok(Some(prost_types::Duration { seconds: nanos / 1_000_000_000, nanos: (nanos % 1_000_000_000) as i32 }))
 }
 
+/// A list of strings (absent or null: empty).
+fn strings(m: &BTreeMap<String, Value>, json: &str, proto: &str) -> Result<Vec<String>, String> {
+    match field(m, json, proto) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                v => Err(format!("{json}: {v:?} is not a string")),
+            })
+            .collect(),
+        Some(v) => Err(format!("{json}: {v:?} is not a list")),
+    }
+}
+
+/// The EventSelector list (`selectors`).
+fn selectors(v: Option<&Value>) -> Result<Vec<EventSelector>, String> {
+    let a = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(v) => return Err(format!("selectors: {v:?} is not a list")),
+    };
+    a.iter()
+        .map(|s| {
+            let Value::Object(s) = s else { return Err("selectors: not an object".to_owned()) };
+            Ok(EventSelector {
+                namespaces: strings(s, "namespaces", "namespaces")?,
+                pod_labels: string(s, "podLabels", "pod_labels"),
+                container_names: strings(s, "containerNames", "container_names")?,
+                runtime_handlers: strings(s, "runtimeHandlers", "runtime_handlers")?,
+            })
+        })
+        .collect()
+}
+
+/// A PluginStatus by enum name or number (absent: unspecified).
+fn status(v: Option<&Value>) -> Result<i32, String> {
+    match v {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::String(n)) => {
+            PluginStatus::from_str_name(n).map(|s| s as i32).ok_or_else(|| format!("unknown status {n:?}"))
+        }
+        Some(Value::Number(n)) if n.fract() == 0.0 && PluginStatus::try_from(*n as i32).is_ok() => Ok(*n as i32),
+        Some(v) => Err(format!("status {v:?} is not a PluginStatus")),
+    }
+}
+
 /// Reads the RegisterPluginRequest fields an executor registers with:
-/// plugin_name, plugin_idx, capabilities and timeouts.
+/// plugin_name, plugin_idx, capabilities, timeouts, selectors, status and
+/// status_reason.
 pub fn registration(s: &str) -> Result<RegisterPluginRequest, String> {
     let Value::Object(m) = parse(s)? else {
         return Err("not a JSON object".into());
@@ -202,6 +252,9 @@ pub fn registration(s: &str) -> Result<RegisterPluginRequest, String> {
     let mut r = RegisterPluginRequest {
         plugin_name: string(&m, "pluginName", "plugin_name"),
         plugin_idx: string(&m, "pluginIdx", "plugin_idx"),
+        selectors: selectors(field(&m, "selectors", "selectors"))?,
+        status: status(field(&m, "status", "status"))?,
+        status_reason: string(&m, "statusReason", "status_reason"),
         ..Default::default()
     };
     if let Some(Value::Object(c)) = field(&m, "capabilities", "capabilities") {
@@ -257,7 +310,58 @@ mod tests {
         assert_eq!(t.events[0].event, Event::CreateContainer as i32);
         assert_eq!(t.events[0].timeout, Some(prost_types::Duration { seconds: 30, nanos: 0 }));
         assert!(t.synchronize.is_none());
+        assert!(r.selectors.is_empty());
+        assert_eq!(r.status, 0);
         assert!(registration("[1]").is_err());
         assert!(registration(r#"{"pluginName": }"#).is_err());
+    }
+
+    #[test]
+    fn reads_selectors_and_status() {
+        // Canonical JSON names, as protojson writes them.
+        let r = registration(
+            r#"{"pluginName":"sel","pluginIdx":"10","selectors":[{"namespaces":["team-a","team-b"],
+                "podLabels":"app in (web, api), !legacy","containerNames":["keep*"]},{"runtimeHandlers":["kata"]}],
+                "status":"PLUGIN_STATUS_NOT_READY","statusReason":"warming \"up\""}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r.selectors,
+            vec![
+                EventSelector {
+                    namespaces: vec!["team-a".into(), "team-b".into()],
+                    pod_labels: "app in (web, api), !legacy".into(),
+                    container_names: vec!["keep*".into()],
+                    runtime_handlers: vec![],
+                },
+                EventSelector { runtime_handlers: vec!["kata".into()], ..Default::default() },
+            ]
+        );
+        assert_eq!(r.status, PluginStatus::NotReady as i32);
+        assert_eq!(r.status_reason, "warming \"up\"");
+        // Proto names, and the enum by number.
+        let r = registration(
+            r#"{"selectors":[{"pod_labels":"tier=db","container_names":["a?"],"runtime_handlers":["runc"]}],
+                "status":3,"status_reason":"half"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r.selectors,
+            vec![EventSelector {
+                pod_labels: "tier=db".into(),
+                container_names: vec!["a?".into()],
+                runtime_handlers: vec!["runc".into()],
+                ..Default::default()
+            }]
+        );
+        assert_eq!(r.status, PluginStatus::Degraded as i32);
+        assert_eq!(r.status_reason, "half");
+        // Wrong shapes are errors, not silently empty selectors.
+        assert!(registration(r#"{"selectors":{"namespaces":["a"]}}"#).is_err());
+        assert!(registration(r#"{"selectors":["a"]}"#).is_err());
+        assert!(registration(r#"{"selectors":[{"namespaces":"a"}]}"#).is_err());
+        assert!(registration(r#"{"selectors":[{"namespaces":[1]}]}"#).is_err());
+        assert!(registration(r#"{"status":"PLUGIN_STATUS_SLEEPY"}"#).is_err());
+        assert!(registration(r#"{"status":9}"#).is_err());
     }
 }

@@ -7,6 +7,7 @@
 
 mod json;
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -14,7 +15,9 @@ use nri_grpc::tonic::transport::{Channel, Endpoint};
 use nri_grpc::tonic::{Code, Request, Status};
 use nri_grpc::v1beta1::plugin_service_client::PluginServiceClient;
 use nri_grpc::v1beta1::*;
-use nri_grpc::{Context, Event, EventMask, Exit, Handler, HandlerError, HandlerResult, METADATA_INSTANCE_ID, Plugin};
+use nri_grpc::{
+    Context, Event, EventMask, Exit, Handler, HandlerError, HandlerResult, METADATA_INSTANCE_ID, Plugin, PluginHandle,
+};
 
 /// Every handler of the SDK, each calling the same method of the driver.
 struct Forwarder {
@@ -160,6 +163,13 @@ async fn main() -> ExitCode {
             }
         }
     }
+    if !reg.selectors.is_empty() {
+        b = b.selectors(reg.selectors);
+    }
+    if reg.status != 0 || !reg.status_reason.is_empty() {
+        let st = PluginStatus::try_from(reg.status).unwrap_or(PluginStatus::Unspecified);
+        b = b.status(st, reg.status_reason);
+    }
     let plugin = match b.build() {
         Ok(p) => p,
         Err(e) => {
@@ -167,6 +177,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    commands(plugin.handle());
     match plugin.run_until_signal().await {
         Ok(Exit::Stopped | Exit::Replaced) => ExitCode::SUCCESS,
         Err(e) => {
@@ -178,4 +189,42 @@ async fn main() -> ExitCode {
 
 fn duration(d: prost_types::Duration) -> Duration {
     Duration::new(d.seconds.max(0) as u64, d.nanos.max(0) as u32)
+}
+
+/// Runs the harness's commands (docs/CONFORMANCE.md, "Commands"): one per
+/// line of standard input, each made through the SDK's own API and answered
+/// with one line on standard output.
+fn commands(h: PluginHandle) {
+    let rt = tokio::runtime::Handle::current();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { return };
+            let h = h.clone();
+            rt.spawn(async move {
+                let f: Vec<&str> = line.split('\t').collect();
+                let answer = match command(&h, &f).await {
+                    Ok(v) => format!("nri-conformance-reply\t{}\tok\t{v}\n", f[0]),
+                    Err(e) => format!("nri-conformance-reply\t{}\terror\t{}\n", f[0], e.replace('\n', " ")),
+                };
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(answer.as_bytes()).and_then(|()| out.flush());
+            });
+        }
+    });
+}
+
+/// One command, once the SDK holds its registration (the harness sends it
+/// after the server answered; the SDK may not have read the answer yet).
+async fn command(h: &PluginHandle, f: &[&str]) -> Result<String, String> {
+    h.wait_registered().await;
+    match f {
+        [_, "set_status", st, reason] => {
+            let st = PluginStatus::from_str_name(st).ok_or_else(|| format!("unknown status {st:?}"))?;
+            h.set_status(st, *reason).await.map(|()| String::new()).map_err(|e| e.to_string())
+        }
+        [_, "request_resync", reason] => {
+            h.request_resync(*reason).await.map(|e| e.to_string()).map_err(|e| e.to_string())
+        }
+        _ => Err(format!("unknown command {:?}", f.get(1..).unwrap_or_default().join(" "))),
+    }
 }
