@@ -64,6 +64,55 @@ func readyEntries(plugins []*nriv1beta1.PluginInfo) []rosterEntry {
 type roster struct {
 	path string
 	log  *slog.Logger
+	// last is what was stored last; owed are the required plugins the
+	// restart gate went on without, kept until they are back. Only the
+	// goroutine that stores uses them (keep, after the gate).
+	last []rosterEntry
+	owed map[string]bool
+}
+
+// owe keeps the required plugins the restart gate went on without in the
+// roster until they are back: nrid keeps them required (RequireUntilRegistered),
+// and so must the nrid after the next restart.
+func (r *roster) owe(missing []rosterEntry) {
+	if r.owed == nil {
+		r.owed = map[string]bool{}
+	}
+	for _, e := range missing {
+		if e.Required {
+			r.owed[e.Plugin] = true
+			r.last = append(r.last, e)
+		}
+	}
+}
+
+// entries is what the roster records for plugins: the ready plugins, plus
+// those of the last record that are registered but synchronizing again (a
+// runtime resync or a requested one: they never left) and the owed ones
+// still absent. A plugin that unregistered is forgotten.
+func (r *roster) entries(plugins []*nriv1beta1.PluginInfo) []rosterEntry {
+	out := readyEntries(plugins)
+	for _, e := range out {
+		delete(r.owed, e.Plugin)
+	}
+	state := map[string]nriv1beta1.PluginState{}
+	for _, p := range plugins {
+		name := p.GetPlugin().GetIndex() + "-" + p.GetPlugin().GetName()
+		if p.GetState() == nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING || state[name] == 0 {
+			state[name] = p.GetState()
+		}
+	}
+	for _, e := range r.last {
+		if slices.ContainsFunc(out, func(o rosterEntry) bool { return o.Plugin == e.Plugin }) {
+			continue
+		}
+		st, present := state[e.Plugin]
+		if (present && st == nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING) || (!present && r.owed[e.Plugin]) {
+			out = append(out, e)
+		}
+	}
+	r.last = out
+	return out
 }
 
 func newRoster(dir string, log *slog.Logger) (*roster, error) {
@@ -98,10 +147,10 @@ func (r *roster) load() ([]rosterEntry, error) {
 	return out.Plugins, nil
 }
 
-// store writes the registered plugins atomically (a temporary file renamed
+// store writes the registered plugins (entries) atomically (a temporary file renamed
 // over the old one).
 func (r *roster) store(plugins []*nriv1beta1.PluginInfo) ([]string, error) {
-	out := rosterDoc{Plugins: readyEntries(plugins)}
+	out := rosterDoc{Plugins: r.entries(plugins)}
 	names := make([]string, len(out.Plugins))
 	for i, e := range out.Plugins {
 		names[i] = e.Plugin
@@ -167,8 +216,9 @@ func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, g
 
 // awaitRestart is the restart gate: it waits until the plugins of gate,
 // registered before the restart, are back or grace has passed. Those that
-// were required and did not come back stay required until they do.
-func (d *daemon) awaitRestart(ctx context.Context, gate []rosterEntry, grace time.Duration) {
+// were required and did not come back stay required until they do; it
+// returns them (for the roster: roster.owe).
+func (d *daemon) awaitRestart(ctx context.Context, gate []rosterEntry, grace time.Duration) (owed []rosterEntry) {
 	names := rosterNames(gate)
 	d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", names, "bound", grace)
 	start := time.Now()
@@ -183,7 +233,13 @@ func (d *daemon) awaitRestart(ctx context.Context, gate []rosterEntry, grace tim
 		d.log.Warn("restart gate: bound passed without these plugins; the ones that were required stay required until they are back",
 			"missing", gone, "were_required", required, "waited", time.Since(start).Round(time.Millisecond))
 		d.srv.RequireUntilRegistered(required)
-	} else {
-		d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
+		for _, e := range missing {
+			if e.Required {
+				owed = append(owed, e)
+			}
+		}
+		return owed
 	}
+	d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
+	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 )
 
@@ -75,6 +77,12 @@ func TestRestartGateIsBounded(t *testing.T) {
 	n.logs.wait(t, reLog(`restart gate: bound passed without these plugins.* missing="\[10-gone 20-also-gone\]" were_required=\[10-gone\]`), n.done)
 	cc := n.conn(t)
 	waitHealth(t, cc, healthpb.HealthCheckResponse_SERVING)
+	// The roster keeps the required one for the next restart, not the
+	// other.
+	// The first record after the gate (nothing registers meanwhile).
+	if m := n.logs.wait(t, reLog(`restart gate: recorded the registered plugins" .*plugins=(\S*)`), n.done); m[1] != "[10-gone]" {
+		t.Fatalf("recorded %s after the gate, want [10-gone]", m[1])
+	}
 
 	// The plugin that was required stays required until it is back; the
 	// other one had the ignore policy.
@@ -110,5 +118,36 @@ func waitHealth(t *testing.T, cc *grpc.ClientConn, want healthpb.HealthCheckResp
 		if rsp.GetStatus() == want {
 			return
 		}
+	}
+}
+
+// TestRosterEntries: the roster keeps a registered plugin that is
+// synchronizing again (a resync) and a required plugin the restart gate
+// went on without until it is back; it forgets a plugin that left.
+func TestRosterEntries(t *testing.T) {
+	info := func(full string, st nriv1beta1.PluginState) *nriv1beta1.PluginInfo {
+		idx, name, _ := strings.Cut(full, "-")
+		return &nriv1beta1.PluginInfo{Plugin: &nriv1beta1.PluginInstance{Index: idx, Name: name}, State: st}
+	}
+	const (
+		ready   = nriv1beta1.PluginState_PLUGIN_STATE_READY
+		syncing = nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING
+	)
+	names := func(es []rosterEntry) string { return fmt.Sprint(rosterNames(es)) }
+	r := &roster{}
+	r.owe([]rosterEntry{{Plugin: "30-owed", Required: true}})
+	if got := names(r.entries([]*nriv1beta1.PluginInfo{info("10-a", ready), info("20-b", ready), info("40-new", syncing)})); got != "[10-a 20-b 30-owed]" {
+		t.Fatalf("first record: %s (a plugin in its first synchronization is not registered yet)", got)
+	}
+	// 10-a is synchronizing again (a resync), 20-b left.
+	if got := names(r.entries([]*nriv1beta1.PluginInfo{info("10-a", syncing)})); got != "[10-a 30-owed]" {
+		t.Fatalf("during a resync: %s", got)
+	}
+	// 30-owed is back, then leaves: forgotten like any plugin that left.
+	if got := names(r.entries([]*nriv1beta1.PluginInfo{info("10-a", ready), info("30-owed", ready)})); got != "[10-a 30-owed]" {
+		t.Fatalf("owed plugin back: %s", got)
+	}
+	if got := names(r.entries([]*nriv1beta1.PluginInfo{info("10-a", ready)})); got != "[10-a]" {
+		t.Fatalf("owed plugin left after coming back: %s", got)
 	}
 }

@@ -222,7 +222,10 @@ func (s *serving) continueTakeover(ctx context.Context) error {
 		gate, grace := s.gate, s.grace
 		go func() {
 			defer close(s.heldDone)
-			d.awaitRestart(ctx, gate, grace)
+			owed := d.awaitRestart(ctx, gate, grace)
+			if s.ros != nil {
+				s.ros.owe(owed)
+			}
 		}()
 	default:
 		close(s.heldDone)
@@ -264,7 +267,10 @@ func (s *serving) openGate(ctx, watchCtx, bridgeCtx context.Context) {
 	d := s.d
 	go d.watchPluginHealth(watchCtx) // per-plugin health services (status.go)
 	if s.gated {
-		d.awaitRestart(ctx, s.gate, s.grace)
+		owed := d.awaitRestart(ctx, s.gate, s.grace)
+		if s.ros != nil {
+			s.ros.owe(owed)
+		}
 	}
 	s.keepDone = make(chan struct{})
 	if s.ros != nil {
