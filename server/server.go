@@ -57,7 +57,7 @@ type Server struct {
 	rt       Runtime
 	rtInfo   RuntimeInfo
 	attached chan struct{} // closed while a runtime is attached
-	changed  chan struct{} // closed (and replaced) when a plugin registers or unregisters
+	changed  changeWatch   // a plugin registered or unregistered
 
 	awaited  atomic.Pointer[[]string] // required until they register (RequireUntilRegistered)
 	held     atomic.Pointer[hold]     // plugins events wait for (HoldEvents)
@@ -72,7 +72,7 @@ type Server struct {
 
 	deprecations deprecations
 	knownSel     knownSelectors // plugins' selectors, also while absent (selectors.go)
-	statusWatch  statusWatch    // plugin status changes (status.go)
+	statusWatch  changeWatch    // plugin status changes (status.go)
 }
 
 // RuntimeInfo identifies the runtime behind the server.
@@ -221,22 +221,33 @@ func (s *Server) arrived(full string) {
 // PluginsChanged returns a channel that is closed the next time a plugin
 // registers (is ready for events) or unregisters; Plugins then lists the new
 // set. Take a new channel after each change.
-func (s *Server) PluginsChanged() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.changed == nil {
-		s.changed = make(chan struct{})
-	}
-	return s.changed
-}
+func (s *Server) PluginsChanged() <-chan struct{} { return s.changed.wait() }
 
 // pluginsChanged wakes the waiters of PluginsChanged.
-func (s *Server) pluginsChanged() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.changed != nil {
-		close(s.changed)
-		s.changed = nil
+func (s *Server) pluginsChanged() { s.changed.notify() }
+
+// changeWatch wakes its waiters at the next change: wait returns a channel
+// that notify closes (and replaces).
+type changeWatch struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (w *changeWatch) wait() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+func (w *changeWatch) notify() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
 	}
 }
 

@@ -321,30 +321,6 @@ func (p *plugin) statusInfo(out *nriv1beta1.PluginInfo) {
 	out.Counters.RequestedResyncs = p.status.requestedResyncs.Load()
 }
 
-// statusWatch wakes the waiters of StatusChanged.
-type statusWatch struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (w *statusWatch) wait() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ch == nil {
-		w.ch = make(chan struct{})
-	}
-	return w.ch
-}
-
-func (w *statusWatch) notify() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ch != nil {
-		close(w.ch)
-		w.ch = nil
-	}
-}
-
 // StatusChanged returns a channel that is closed the next time a plugin's
 // status changes, or a plugin registers or unregisters; Plugins then shows
 // the new statuses. Take a new channel after each change. Changes that

@@ -276,3 +276,62 @@ func FailedUpdates(o Options, updates []*nriv1beta1.ContainerUpdate,
 	}
 	return fu, fe
 }
+
+// ServerRuntime returns the server's Go API as the conformance Runtime
+// (the same methods, without per-event options): the runtime of the paths
+// that embed server.Server.
+func ServerRuntime(s *server.Server) Runtime { return serverRuntime{s} }
+
+type serverRuntime struct{ s *server.Server }
+
+func (r serverRuntime) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest) error {
+	return r.s.RunPodSandbox(ctx, req)
+}
+
+func (r serverRuntime) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePodSandboxRequest) error {
+	return r.s.UpdatePodSandbox(ctx, req)
+}
+
+func (r serverRuntime) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostUpdatePodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+	return r.s.PostUpdatePodSandbox(ctx, req)
+}
+
+func (r serverRuntime) StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+	return r.s.StopPodSandbox(ctx, req)
+}
+
+func (r serverRuntime) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
+	return r.s.RemovePodSandbox(ctx, req)
+}
+
+func (r serverRuntime) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.AdaptationServiceCreateContainerResponse, error) {
+	return r.s.CreateContainer(ctx, req)
+}
+
+func (r serverRuntime) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCreateContainerRequest) ([]*nriv1beta1.PluginError, error) {
+	return r.s.PostCreateContainer(ctx, req)
+}
+
+func (r serverRuntime) StartContainer(ctx context.Context, req *nriv1beta1.StartContainerRequest) error {
+	return r.s.StartContainer(ctx, req)
+}
+
+func (r serverRuntime) PostStartContainer(ctx context.Context, req *nriv1beta1.PostStartContainerRequest) ([]*nriv1beta1.PluginError, error) {
+	return r.s.PostStartContainer(ctx, req)
+}
+
+func (r serverRuntime) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.AdaptationServiceUpdateContainerResponse, error) {
+	return r.s.UpdateContainer(ctx, req)
+}
+
+func (r serverRuntime) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUpdateContainerRequest) ([]*nriv1beta1.PluginError, error) {
+	return r.s.PostUpdateContainer(ctx, req)
+}
+
+func (r serverRuntime) StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.AdaptationServiceStopContainerResponse, error) {
+	return r.s.StopContainer(ctx, req)
+}
+
+func (r serverRuntime) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest) ([]*nriv1beta1.PluginError, error) {
+	return r.s.RemoveContainer(ctx, req)
+}

@@ -196,7 +196,7 @@ func (e *execEnv) serverOptions() []server.Option {
 	return opts
 }
 
-func (e *execEnv) Runtime() Runtime                   { return serverRuntime{e.srv} }
+func (e *execEnv) Runtime() Runtime                   { return ServerRuntime(e.srv) }
 func (e *execEnv) Log() *CallLog                      { return e.calls }
 func (e *execEnv) Applied() *AppliedLog               { return e.applied }
 func (e *execEnv) Shutdown(ctx context.Context) error { return e.srv.Shutdown(ctx) }
@@ -717,58 +717,3 @@ func (execMetrics) CutWait(string, time.Duration)                               
 func (execMetrics) Plugins(int)                                                 {}
 func (execMetrics) FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome) {}
 func (execMetrics) Deprecation(string, string)                                  {}
-
-// serverRuntime is the server's Go API as the conformance Runtime.
-type serverRuntime struct{ s *server.Server }
-
-func (r serverRuntime) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest) error {
-	return r.s.RunPodSandbox(ctx, req)
-}
-
-func (r serverRuntime) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePodSandboxRequest) error {
-	return r.s.UpdatePodSandbox(ctx, req)
-}
-
-func (r serverRuntime) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostUpdatePodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
-	return r.s.PostUpdatePodSandbox(ctx, req)
-}
-
-func (r serverRuntime) StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
-	return r.s.StopPodSandbox(ctx, req)
-}
-
-func (r serverRuntime) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePodSandboxRequest) ([]*nriv1beta1.PluginError, error) {
-	return r.s.RemovePodSandbox(ctx, req)
-}
-
-func (r serverRuntime) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest) (*nriv1beta1.AdaptationServiceCreateContainerResponse, error) {
-	return r.s.CreateContainer(ctx, req)
-}
-
-func (r serverRuntime) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCreateContainerRequest) ([]*nriv1beta1.PluginError, error) {
-	return r.s.PostCreateContainer(ctx, req)
-}
-
-func (r serverRuntime) StartContainer(ctx context.Context, req *nriv1beta1.StartContainerRequest) error {
-	return r.s.StartContainer(ctx, req)
-}
-
-func (r serverRuntime) PostStartContainer(ctx context.Context, req *nriv1beta1.PostStartContainerRequest) ([]*nriv1beta1.PluginError, error) {
-	return r.s.PostStartContainer(ctx, req)
-}
-
-func (r serverRuntime) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.AdaptationServiceUpdateContainerResponse, error) {
-	return r.s.UpdateContainer(ctx, req)
-}
-
-func (r serverRuntime) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUpdateContainerRequest) ([]*nriv1beta1.PluginError, error) {
-	return r.s.PostUpdateContainer(ctx, req)
-}
-
-func (r serverRuntime) StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest) (*nriv1beta1.AdaptationServiceStopContainerResponse, error) {
-	return r.s.StopContainer(ctx, req)
-}
-
-func (r serverRuntime) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest) ([]*nriv1beta1.PluginError, error) {
-	return r.s.RemoveContainer(ctx, req)
-}
