@@ -35,6 +35,10 @@ type Config struct {
 	// side, no configuration, interceptors or metrics); anything else is the
 	// path of an nrid executable.
 	Nrid string
+	// PlotDir, when set, receives SVG plots of how cost grows, drawn from
+	// the medians: create-calls.svg, create-cpu.svg, sync-time.svg,
+	// sync-bytes.svg, rss.svg (those of the scenarios that ran).
+	PlotDir string
 	// Verbose passes the role processes' stderr through and logs progress.
 	Verbose bool
 	// Out receives the tables and the summary; Log the progress.
@@ -112,6 +116,13 @@ func Run(cfg Config) error {
 	b.report(cfg.Out)
 	fmt.Fprintln(cfg.Out)
 	fmt.Fprintln(cfg.Out, b.summary())
+	if cfg.PlotDir != "" {
+		files, err := b.writePlots(cfg.PlotDir)
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		b.logf("plots: %s", strings.Join(files, ", "))
+	}
 	return nil
 }
 
@@ -173,7 +184,7 @@ func (b *bencher) report(w io.Writer) {
 		{"ctxsw/call", mCS, fmtRate, false},
 	}
 	r.table(w, scCreate, "create — CreateContainer with K plugins subscribed to it (seq: 1 caller; conc16: 16 callers on distinct pods)",
-		callCols, sideClassic, vsClassic(scCreate))
+		callCols, "vs "+sideClassic, vsClassic(scCreate))
 	if b.cfg.AdaptationService {
 		b.hopTable(w)
 	}
@@ -186,7 +197,7 @@ func (b *bencher) report(w io.Writer) {
 		{"ctxsw/lifecycle", mCS, fmtRate, false},
 	}
 	r.table(w, scLifecycle, "lifecycle — RunPodSandbox … RemovePodSandbox (11 calls), K plugins subscribed to all of them",
-		lifeCols, sideClassic, func(k key) string {
+		lifeCols, "vs "+sideClassic, func(k key) string {
 			if k.side == sideClassic {
 				return ""
 			}
@@ -200,10 +211,10 @@ func (b *bencher) report(w io.Writer) {
 			{"CPU", mSCPU, fmtDur, false},
 			{"bytes encoded", mBytes, fmtBytes, false},
 			{"state size", mState, fmtBytes, false},
-		}, sideClassic, func(k key) string {
+		}, "vs "+sideClassic, func(k key) string {
 			bytes, _ := r.median(k, mBytes)
 			st, _ := r.median(k, mState)
-			s := fmt.Sprintf("bytes %s of state", fmtRatio(bytes/st))
+			s := fmt.Sprintf("bytes %s of state", fmtRatio3(bytes/st))
 			if k.side == sideClassic {
 				return s
 			}
@@ -211,7 +222,7 @@ func (b *bencher) report(w io.Writer) {
 			return fmt.Sprintf("%s time, %s", fmtRatio(t), s)
 		})
 	r.table(w, scBridge, "bridge — CreateContainer from a classic runtime (pkg/adaptation), one plugin",
-		callCols, sideDirect, func(k key) string {
+		callCols, "vs "+sideDirect, func(k key) string {
 			if k.side != sideBridge {
 				return ""
 			}
@@ -226,9 +237,16 @@ func (b *bencher) report(w io.Writer) {
 			{"Go heap in use", mHeap, fmtBytes, false},
 			{"live heap after GC", mLive, fmtBytes, false},
 			{"state size (encoded)", mState, fmtBytes, false},
-		}, "", nil)
+		}, "RSS/state", func(k key) string {
+			rss, _ := r.median(k, mRSS)
+			st, _ := r.median(k, mState)
+			if st <= 0 {
+				return "-"
+			}
+			return fmtRatio(rss / st)
+		})
 	r.table(w, scIsolation, "isolation — CreateContainer, 2 healthy plugins, alone and beside misbehaving plugins that do not subscribe to it (one pending in a hung Synchronize, one hanging on its events, one re-registering 5 times a second)",
-		callCols, sideHealthy, func(k key) string {
+		callCols, "vs "+sideHealthy, func(k key) string {
 			if k.side != sideHostile {
 				return ""
 			}
@@ -238,6 +256,7 @@ func (b *bencher) report(w io.Writer) {
 			}
 			return fmt.Sprintf("p99 %s", signed(added.Seconds()))
 		})
+	b.scalingReport(w)
 }
 
 // hopTable reports what the AdaptationService hop adds to the embedded API.
@@ -281,6 +300,22 @@ func mark(pass bool) string {
 	return "✗"
 }
 
+// The targets of the issue: ratios against classic NRI in the same run,
+// medians of 3 (and the isolation target, isolationTarget).
+const (
+	targetCreateK1     = 1.5   // CreateContainer calls/s, seq, K=1: at least
+	targetCreateK8     = 1.6   // CreateContainer calls/s, seq, K=8: at least
+	targetConc16K3     = 5.0   // CreateContainer calls/s, 16 callers, K=3: at least
+	targetLifecycleSeq = 1.3   // lifecycles/s, K=3, seq: at least
+	targetLifecycleC16 = 5.0   // lifecycles/s, K=3, 16 pods: at least
+	targetSyncTime     = 0.25  // time to synchronize 10,000 containers: at most
+	targetSyncBytes    = 1.001 // Synchronize bytes encoded / state size: at most (bytes = state)
+	targetBridgeP50    = 1.4   // bridge p50 / direct classic p50: at most
+	targetASK1         = 1.0   // calls/s through AdaptationService, seq, K=1: at least
+	targetRSSState     = 2.0   // nrid VmRSS with 10,000 containers / encoded state: at most
+	targetLifecycleK   = 3     // the plugins of the lifecycle targets
+)
+
 // summary is the one line of ratios against the targets.
 func (b *bencher) summary() string {
 	r := b.res
@@ -289,31 +324,27 @@ func (b *bencher) summary() string {
 	ratio := func(sc, cfg, metric string) (float64, bool) { return r.ratio(sc, cfg, sideGRPC, sideClassic, metric) }
 
 	if v, ok := ratio(scCreate, "K=1 seq", mOps); ok {
-		add(fmt.Sprintf("create K=1 %s %s", fmtRatio(v), mark(v >= 1.0)))
+		add(fmt.Sprintf("create K=1 %s %s", fmtRatio(v), mark(v >= targetCreateK1)))
 	}
 	if v, ok := ratio(scCreate, "K=8 seq", mOps); ok {
-		add(fmt.Sprintf("K=8 %s %s", fmtRatio(v), mark(v >= 1.3)))
+		add(fmt.Sprintf("K=8 %s %s", fmtRatio(v), mark(v >= targetCreateK8)))
 	}
 	if v, ok := ratio(scCreate, "K=3 conc16", mOps); ok {
-		add(fmt.Sprintf("conc16 K=3 %s %s (stretch 4x %s)", fmtRatio(v), mark(v >= 2.5), mark(v >= 4)))
+		add(fmt.Sprintf("conc16 K=3 %s %s", fmtRatio(v), mark(v >= targetConc16K3)))
 	}
-	lk := fmt.Sprintf("K=%d", b.cfg.LifecycleK)
-	if v, ok := ratio(scLifecycle, lk+" seq", mOps); ok {
-		s := fmt.Sprintf("lifecycle %s", fmtRatio(v))
-		if c, ok := ratio(scLifecycle, lk+" conc16", mOps); ok {
-			s += fmt.Sprintf(" (conc16 %s)", fmtRatio(c))
-		}
-		add(s)
-	}
+	b.summaryLifecycle(add)
 	if t, ok := ratio(scSync, "N=10000", mTime); ok {
 		k := key{scSync, "N=10000", sideGRPC}
 		bytes, _ := r.median(k, mBytes)
 		st, _ := r.median(k, mState)
 		by := bytes / st
-		add(fmt.Sprintf("sync10k %s time %s %s bytes %s", fmtRatio(t), mark(t <= 0.4), fmtRatio(by), mark(by <= 1.1)))
+		add(fmt.Sprintf("sync10k %s time %s bytes %s state %s", fmtRatio(t), mark(t <= targetSyncTime), fmtRatio3(by), mark(by <= targetSyncBytes)))
 	}
 	if v, ok := r.ratio(scBridge, "K=1 seq", sideBridge, sideDirect, mP50); ok {
-		add(fmt.Sprintf("bridge p50 %s direct %s", fmtRatio(v), mark(v <= 2.0)))
+		add(fmt.Sprintf("bridge p50 %s direct %s", fmtRatio(v), mark(v <= targetBridgeP50)))
+	}
+	if v, ok := r.ratio(scCreate, "K=1 seq", sideAS, sideClassic, mOps); ok {
+		add(fmt.Sprintf("AdaptationService K=1 %s %s", fmtRatio(v), mark(v >= targetASK1)))
 	}
 	if added, err := r.isolationAdded("K=2 seq"); err == nil {
 		s := fmt.Sprintf("isolation p99 %s", signed(added.Seconds()))
@@ -323,8 +354,13 @@ func (b *bencher) summary() string {
 		}
 		add(fmt.Sprintf("%s %s", s, mark(added <= isolationTarget)))
 	}
-	if v, ok := r.median(key{scRSS, "N=10000", "nrid"}, mRSS); ok {
-		add(fmt.Sprintf("nrid RSS 10k %.0f MB", v/(1<<20)))
+	k := key{scRSS, "N=10000", "nrid"}
+	if v, ok := r.median(k, mRSS); ok {
+		s := fmt.Sprintf("nrid RSS 10k %.0f MB", v/(1<<20))
+		if st, ok := r.median(k, mState); ok && st > 0 {
+			s += fmt.Sprintf(" = %.1fx state %s", v/st, mark(v/st <= targetRSSState))
+		}
+		add(s)
 	}
 	if len(parts) == 0 {
 		return "summary: nothing measured"
@@ -334,4 +370,29 @@ func (b *bencher) summary() string {
 		s += fmt.Sprintf(" [%d run(s): targets are judged on medians of 3]", b.cfg.Runs)
 	}
 	return s
+}
+
+// summaryLifecycle adds the lifecycle ratios, with marks when the run has
+// the targets' plugin count.
+func (b *bencher) summaryLifecycle(add func(string)) {
+	r := b.res
+	lk := fmt.Sprintf("K=%d", b.cfg.LifecycleK)
+	seq, ok := r.ratio(scLifecycle, lk+" seq", sideGRPC, sideClassic, mOps)
+	if !ok {
+		return
+	}
+	conc, cok := r.ratio(scLifecycle, lk+" conc16", sideGRPC, sideClassic, mOps)
+	if b.cfg.LifecycleK != targetLifecycleK {
+		s := fmt.Sprintf("lifecycle %s %s", lk, fmtRatio(seq))
+		if cok {
+			s += fmt.Sprintf(" conc16 %s", fmtRatio(conc))
+		}
+		add(s + fmt.Sprintf(" (targets are for K=%d)", targetLifecycleK))
+		return
+	}
+	s := fmt.Sprintf("lifecycle %s %s", fmtRatio(seq), mark(seq >= targetLifecycleSeq))
+	if cok {
+		s += fmt.Sprintf(" conc16 %s %s", fmtRatio(conc), mark(conc >= targetLifecycleC16))
+	}
+	add(s)
 }

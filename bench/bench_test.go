@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,12 +207,14 @@ func TestQuickSmoke(t *testing.T) {
 		t.Skip("starts many processes")
 	}
 	cfg := &Config{Runs: 1, LifecycleK: 2, AdaptationService: true}
+	// Every shape of the full mode, with tiny counts: K = 1, 3, 8, 16; N = 0
+	// (rss) and two sizes of state (not 1,000 and up: sizes, not shapes).
 	b := &bencher{cfg: cfg, res: newResults(), logf: t.Logf, sz: sizes{
-		createSeq:  map[int]int{1: 20, 3: 10, 8: 5},
+		createSeq:  map[int]int{1: 20, 3: 10, 8: 5, 16: 3},
 		lifecycles: 8,
 		bridge:     20,
-		syncN:      []int{100},
-		rssN:       []int{100},
+		syncN:      []int{20, 100},
+		rssN:       []int{0, 100},
 	}}
 	for name, f := range map[string]func() error{scCreate: b.create, scLifecycle: b.lifecycle, scSync: b.sync, scBridge: b.bridge, scRSS: b.rss, scIsolation: b.isolation} {
 		if err := f(); err != nil {
@@ -221,8 +224,31 @@ func TestQuickSmoke(t *testing.T) {
 	var out testWriter
 	b.report(&out)
 	t.Log("\n" + string(out))
-	if s := b.summary(); s == "summary: nothing measured" {
+	for _, want := range []string{"how cost grows — CreateContainer", "K=16", "how cost grows — state", "N=100", "RSS/state"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	s := b.summary()
+	if s == "summary: nothing measured" {
 		t.Fatal(s)
+	}
+	t.Log(s)
+	files, err := b.writePlots(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 5 {
+		t.Errorf("plots %q, want 5", files)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := checkSVG(t, data); len(d.points) == 0 {
+			t.Errorf("%s: no points", f)
+		}
 	}
 }
 

@@ -157,9 +157,9 @@ type column struct {
 	spread bool // show min..max over the runs
 }
 
-// table prints the rows of a scenario; ratio, when set, adds a column with
-// ratios against the row of the same configuration on side base.
-func (r *results) table(w io.Writer, scenario, title string, cols []column, base string, ratio func(k key) string) {
+// table prints the rows of a scenario; ratio, when set, adds a last column
+// headed ratioHead (ratios against another row, or of two metrics).
+func (r *results) table(w io.Writer, scenario, title string, cols []column, ratioHead string, ratio func(k key) string) {
 	keys := r.keys(scenario)
 	if len(keys) == 0 {
 		return
@@ -171,7 +171,7 @@ func (r *results) table(w io.Writer, scenario, title string, cols []column, base
 		head = append(head, c.head)
 	}
 	if ratio != nil {
-		head = append(head, "vs "+base)
+		head = append(head, ratioHead)
 	}
 	// Left-align the two first columns by padding them ourselves.
 	cw, sw := len("config"), len("side")

@@ -29,7 +29,7 @@ var Scenarios = []string{scCreate, scLifecycle, scSync, scBridge, scRSS, scIsola
 
 // sizes are the operation counts of one mode.
 type sizes struct {
-	createSeq  map[int]int // calls per window by K
+	createSeq  map[int]int // calls per window (seq and conc16) by K: the plugin counts
 	lifecycles int         // lifecycles per window
 	bridge     int         // calls per window
 	syncN      []int
@@ -39,19 +39,19 @@ type sizes struct {
 
 var (
 	fullSizes = sizes{
-		createSeq:  map[int]int{1: 4000, 3: 1500, 8: 600},
+		createSeq:  map[int]int{1: 4000, 3: 1500, 8: 600, 16: 250},
 		lifecycles: 400,
 		bridge:     3000,
-		syncN:      []int{100, 1000, 10000},
-		rssN:       []int{0, 10000},
+		syncN:      []int{100, 1000, 10000, 50000},
+		rssN:       []int{0, 1000, 10000, 50000},
 		rssSettle:  2 * time.Second,
 	}
 	quickSizes = sizes{
-		createSeq:  map[int]int{1: 1000, 3: 400, 8: 160},
+		createSeq:  map[int]int{1: 1000, 3: 400, 8: 160, 16: 60},
 		lifecycles: 100,
 		bridge:     1000,
-		syncN:      []int{100, 1000, 10000},
-		rssN:       []int{0, 10000},
+		syncN:      []int{100, 1000, 10000}, // N=50,000 in full mode only
+		rssN:       []int{0, 1000, 10000},
 		rssSettle:  500 * time.Millisecond,
 	}
 )
@@ -102,7 +102,7 @@ func (b *bencher) env(tag string, run int) (*env, error) {
 // create: CreateContainer with K plugins subscribed to it, sequential and
 // with 16 concurrent callers on distinct pods.
 func (b *bencher) create() error {
-	for _, k := range []int{1, 3, 8} {
+	for _, k := range b.createKs() {
 		for run := 0; run < b.cfg.Runs; run++ {
 			if err := b.alternate(fmt.Sprintf("create K=%d", k), run,
 				func(run int) error { return b.createClassic(k, run) },

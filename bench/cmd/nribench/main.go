@@ -6,6 +6,7 @@
 //	go run ./bench/cmd/nribench -quick          # under a minute, one run
 //	go run ./bench/cmd/nribench                 # the full set, medians of 3
 //	go run ./bench/cmd/nribench -only create,sync -cpuprofile /tmp/prof
+//	go run ./bench/cmd/nribench -plots bench/plots   # SVG plots of how cost grows
 //
 // Plugin and nrid processes are this binary re-executed in a role.
 package main
@@ -29,6 +30,7 @@ func main() {
 	as := flag.Bool("as", true, "also drive nri-grpc through AdaptationService and report the hop")
 	lifecycleK := flag.Int("lifecycle-k", 3, "plugins in the lifecycle scenario")
 	nrid := flag.String("nrid", "build", `nrid for the bridge and rss scenarios: "build" (go build cmd/nrid once), "role" (this binary's server+bridge role) or a path`)
+	plots := flag.String("plots", "", "directory for SVG plots of how cost grows (calls/s and CPU by K, sync time and bytes and nrid RSS by N)")
 	verbose := flag.Bool("v", false, "pass the plugin processes' stderr through")
 	flag.Parse()
 
@@ -40,6 +42,7 @@ func main() {
 		LifecycleK:        *lifecycleK,
 		Verbose:           *verbose,
 		Nrid:              *nrid,
+		PlotDir:           *plots,
 	}
 	if *quick && !flagSet("runs") {
 		cfg.Runs = 1
