@@ -275,7 +275,7 @@ func (b *bencher) hopTable(w io.Writer) {
 		if !ok1 || !ok2 || !ok3 || !ok4 {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("  %-10s p50 %+8s   CPU/call %+8s", k.config, signed(p50a-p50e), signed(cpua-cpue)))
+		lines = append(lines, fmt.Sprintf("  %-11s p50 %+8s   CPU/call %+8s", k.config, signed(p50a-p50e), signed(cpua-cpue)))
 	}
 	if len(lines) == 0 {
 		return

@@ -122,10 +122,10 @@ func benchCreate(b *testing.B, k, workers int) {
 	})
 }
 
-// BenchmarkCreateContainer is CreateContainer with K = 1, 3, 8 plugins, one
+// BenchmarkCreateContainer is CreateContainer with K = 1, 3, 8, 16 plugins, one
 // caller.
 func BenchmarkCreateContainer(b *testing.B) {
-	for _, k := range []int{1, 3, 8} {
+	for _, k := range []int{1, 3, 8, 16} {
 		benchCreate(b, k, 1)
 	}
 }
@@ -133,7 +133,7 @@ func BenchmarkCreateContainer(b *testing.B) {
 // BenchmarkCreateContainerConc16 is CreateContainer with 16 concurrent
 // callers on distinct pods.
 func BenchmarkCreateContainerConc16(b *testing.B) {
-	for _, k := range []int{1, 3, 8} {
+	for _, k := range []int{1, 3, 8, 16} {
 		benchCreate(b, k, 16)
 	}
 }

@@ -1,7 +1,8 @@
 // Package bench compares classic NRI (github.com/containerd/nri: upstream
 // pkg/adaptation as the runtime, pkg/stub plugins over ttrpc) with nri-grpc
 // (the embedded server, gRPC plugins) on identical work, in one run on one
-// machine, and reports the ratios against the project's targets.
+// machine, and reports the ratios against the project's targets, how the
+// cost grows with plugins and containers, and (Config.PlotDir) SVG plots of it.
 //
 // The rules that keep the comparison honest (see README.md):
 //
