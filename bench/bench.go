@@ -324,7 +324,11 @@ func (b *bencher) summary() string {
 	ratio := func(sc, cfg, metric string) (float64, bool) { return r.ratio(sc, cfg, sideGRPC, sideClassic, metric) }
 
 	if v, ok := ratio(scCreate, "K=1 seq", mOps); ok {
-		add(fmt.Sprintf("create K=1 %s %s", fmtRatio(v), mark(v >= targetCreateK1)))
+		item := fmt.Sprintf("create K=1 %s %s", fmtRatio(v), mark(v >= targetCreateK1))
+		if f, ok := r.ratio(scCreate, "K=1 seq", sideFloor, sideClassic, mOps); ok {
+			item += fmt.Sprintf(" (transport floor %s)", fmtRatio(f))
+		}
+		add(item)
 	}
 	if v, ok := ratio(scCreate, "K=8 seq", mOps); ok {
 		add(fmt.Sprintf("K=8 %s %s", fmtRatio(v), mark(v >= targetCreateK8)))

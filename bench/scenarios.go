@@ -177,6 +177,11 @@ func (b *bencher) createGRPC(k, run int) error {
 	if err := b.measureCreates(e, rt, k, b.sz.createSeq[k], scCreate, sideGRPC); err != nil {
 		return err
 	}
+	if k == 1 {
+		if err := b.measureFloor(e, rt, b.sz.createSeq[k]); err != nil {
+			return err
+		}
+	}
 	ctx := context.Background()
 	if !b.cfg.AdaptationService {
 		return nil
