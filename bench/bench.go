@@ -370,6 +370,9 @@ func (b *bencher) summary() string {
 		return "summary: nothing measured"
 	}
 	s := "summary: " + strings.Join(parts, ", ")
+	if met, missed := strings.Count(s, "✓"), strings.Count(s, "✗"); met+missed > 0 {
+		s += fmt.Sprintf("; %d of %d targets met", met, met+missed)
+	}
 	if b.cfg.Runs < 3 {
 		s += fmt.Sprintf(" [%d run(s): targets are judged on medians of 3]", b.cfg.Runs)
 	}
