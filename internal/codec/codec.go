@@ -4,6 +4,10 @@
 // to the standard protobuf runtime for everything else (health, reflection,
 // well-known types).
 //
+// A received SynchronizeRequest is decoded object by object, each pod and
+// container aliasing a copy of its own encoding (decodeSync): its strings
+// are not allocated one by one.
+//
 // The codec is installed per server and per connection (ServerOption,
 // DialOption), never registered process-wide, so embedding nri-grpc does not
 // change the encoding of a host program's other gRPC traffic.
@@ -21,6 +25,8 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 
 	// The standard proto codec, used as the fallback, registers itself here.
 	_ "google.golang.org/grpc/encoding/proto"
@@ -124,6 +130,9 @@ func decode(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
+	if s, ok := v.(*nriv1beta1.SynchronizeRequest); ok {
+		return decodeSync(buf.ReadOnlyData(), s)
+	}
 	return m.UnmarshalVT(buf.ReadOnlyData())
 }
 
