@@ -119,7 +119,10 @@ func earliest(a, b time.Time) time.Time {
 
 // Snapshot returns the runtime's pods and containers as the server knows
 // them, sorted by id: what a plugin registering now is synchronized with.
-// The messages are shared and must not be modified.
+// The server keeps them encoded: they are decoded for each call, and their
+// strings point into the stored encodings, which the server never
+// modifies (the objects may be modified; writing into their strings'
+// bytes through unsafe means must not).
 func (s *Server) Snapshot() ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container) {
 	return s.state.snapshot()
 }

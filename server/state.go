@@ -201,24 +201,78 @@ func (s *state) deletePod(id string) {
 // later must get it in Synchronize as it is now. c itself is not modified:
 // plugins may still hold it.
 func (s *state) recordContainer(c *nriv1beta1.Container, implied nriv1beta1.ContainerState) {
-	e := encodeContainer(c)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := e.st
+	// Events of a container are ordered (the pod's lock) and attaches run
+	// with no event in flight: the state read here is the one the event
+	// replaces. It is checked again under the write lock all the same.
+	s.mu.RLock()
+	old, known := s.ctrs[c.GetId()]
+	s.mu.RUnlock()
+	st := c.GetState()
 	if stateRank(implied) > stateRank(st) {
 		st = implied
 	}
-	if old, ok := s.ctrs[e.id]; ok && stateRank(old.st) > stateRank(st) {
+	if known && stateRank(old.st) > stateRank(st) {
 		st = old.st
 	}
-	if st != e.st && e.raw != nil {
-		// A fresh slice: e.raw is not shared yet, but withState never
-		// writes into its input anyway.
-		if ne, err := indexContainer(withState(e.raw, st)); err == nil {
+	e := encodeContainerAs(c, st)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.ctrs[e.id]; ok && stateRank(cur.st) > stateRank(e.st) && e.raw != nil {
+		if ne, err := indexContainer(withState(e.raw, cur.st)); err == nil {
 			e = ne
 		}
 	}
 	s.ctrs[e.id] = e
+}
+
+// encodeContainerAs stores c in state st without modifying c: encoded once,
+// then the state field (right after id, pod_sandbox_id and name in
+// MarshalVT's field order) swapped in place, moving only the fields before
+// it. The bytes are MarshalVT's of c with its state set to st.
+func encodeContainerAs(c *nriv1beta1.Container, st nriv1beta1.ContainerState) ctrEntry {
+	if c.GetState() == st {
+		return encodeContainer(c)
+	}
+	size := c.SizeVT()
+	extra := 0
+	if st != 0 {
+		extra = protowire.SizeTag(fieldCtrState) + protowire.SizeVarint(uint64(int64(st)))
+	}
+	buf := make([]byte, extra+size)
+	if _, err := c.MarshalToSizedBufferVT(buf[extra:]); err != nil {
+		return encodeContainer(c)
+	}
+	// The fields before the state, then the state field if any.
+	prefix, oldLen := 0, 0
+	for rest := buf[extra:]; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 || num > fieldCtrState {
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if m < 0 {
+			break
+		}
+		if num == fieldCtrState {
+			oldLen = n + m
+			break
+		}
+		prefix += n + m
+		rest = rest[n+m:]
+	}
+	// New layout: prefix | new state | the rest, ending where the
+	// encoding ends; it starts oldLen bytes into buf.
+	copy(buf[oldLen:], buf[extra:extra+prefix])
+	if st != 0 {
+		f := protowire.AppendTag(buf[oldLen+prefix:oldLen+prefix], fieldCtrState, protowire.VarintType)
+		protowire.AppendVarint(f, uint64(int64(st)))
+	}
+	raw := buf[oldLen : extra+size : extra+size]
+	e, err := indexContainer(raw)
+	if err != nil {
+		return encodeContainer(c)
+	}
+	return e
 }
 
 // stateRank orders container states along a container's life; paused is a

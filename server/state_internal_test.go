@@ -213,9 +213,10 @@ func TestRecordContainerRanksStates(t *testing.T) {
 	}
 }
 
-// TestWithState: setting a state in an encoding yields MarshalVT's bytes
-// of the container with that state, from any state, also none; a
-// duplicated state field is replaced.
+// TestWithState: setting a state in an encoding (withState) or while
+// encoding (encodeContainerAs) yields MarshalVT's bytes of the container
+// with that state, from any state, also none; a duplicated state field is
+// replaced.
 func TestWithState(t *testing.T) {
 	for from := range int32(5) {
 		for to := range int32(5) {
@@ -224,9 +225,16 @@ func TestWithState(t *testing.T) {
 			raw := mustMarshal(t, c)
 			keep := bytes.Clone(raw)
 			got := withState(raw, nriv1beta1.ContainerState(to))
+			e := encodeContainerAs(c, nriv1beta1.ContainerState(to))
+			if c.State != nriv1beta1.ContainerState(from) {
+				t.Fatalf("%d -> %d: encodeContainerAs modified the container", from, to)
+			}
 			c.State = nriv1beta1.ContainerState(to)
 			if !bytes.Equal(got, mustMarshal(t, c)) {
-				t.Fatalf("%d -> %d: not MarshalVT's bytes", from, to)
+				t.Fatalf("%d -> %d: withState: not MarshalVT's bytes", from, to)
+			}
+			if !bytes.Equal(e.raw, mustMarshal(t, c)) || e.st != c.State || e.id != c.Id || e.name != c.Name {
+				t.Fatalf("%d -> %d: encodeContainerAs: not MarshalVT's bytes, or a wrong index", from, to)
 			}
 			if !bytes.Equal(raw, keep) {
 				t.Fatalf("%d -> %d: the input was modified", from, to)
