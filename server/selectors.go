@@ -138,7 +138,9 @@ func selectState(p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Co
 }
 
 // selectEncoded keeps the entries of a Synchronize that p's selectors
-// select, decoding them to match (selectors at synchronization are rare).
+// select. Pods are decoded to match (their namespace, labels and runtime
+// handler); containers are matched by the name in their index, which is
+// all of a container that selectors read (selector.Set.MatchContainer).
 // st's slices are not modified.
 func selectEncoded(p *plugin, st encodedState) encodedState {
 	if p.sel.Empty() {
@@ -158,7 +160,7 @@ func selectEncoded(p *plugin, st encodedState) encodedState {
 		if pod == nil {
 			pod = &nriv1beta1.PodSandbox{Id: e.pod}
 		}
-		if p.sel.MatchContainer(pod, e.decode()) {
+		if p.sel.MatchContainer(pod, &nriv1beta1.Container{Id: e.id, PodSandboxId: e.pod, Name: e.name, State: e.st}) {
 			out.ctrs = append(out.ctrs, e)
 		}
 	}
