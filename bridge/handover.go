@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 
-	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/nri-grpc/nri-grpc/internal/classicwire"
 	"github.com/nri-grpc/nri-grpc/server"
 )
@@ -26,9 +27,12 @@ type Handover struct {
 	// Info names the runtime.
 	Info server.RuntimeInfo
 	// Pods and Containers are the runtime's state as the old nrid knew it
-	// at the handover.
-	Pods       []*nriv1beta1.PodSandbox
-	Containers []*nriv1beta1.Container
+	// at the handover: the encodings of each nri.v1beta1.PodSandbox and
+	// Container, as the server keeps them (Server.SnapshotEncoded), never
+	// decoded on the way; the new nrid checks them when it adopts them
+	// (Server.SetRuntimeEncoded). They must not be modified.
+	Pods       [][]byte
+	Containers [][]byte
 
 	relay      []relayBatch       // unsolicited updates not relayed yet
 	validation validationHandover // the runtime's validation: subscription and verdicts not asked for yet
@@ -81,7 +85,7 @@ func (r *RuntimeSide) Detach(ctx context.Context) (*Handover, error) {
 		r.mu.Unlock()
 		return nil, fmt.Errorf("bridge: handing the runtime connection over: %w", err)
 	}
-	pods, ctrs := r.srv.Snapshot()
+	pods, ctrs := r.srv.SnapshotEncoded()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.conn == c {
@@ -125,7 +129,7 @@ func (r *RuntimeSide) Adopt(ctx context.Context, ho *Handover) error {
 	r.handoff.paused = true
 	r.mu.Unlock()
 	// The state first: the runtime's next event may be read at once.
-	if err := r.srv.SetRuntime(ctx, ho.Info, r, ho.Pods, ho.Containers); err != nil {
+	if err := r.srv.SetRuntimeEncoded(ctx, ho.Info, r, ho.Pods, ho.Containers); err != nil {
 		_ = ho.Conn.File.Close()
 		return err
 	}
@@ -192,10 +196,7 @@ type relayBatchDoc struct {
 
 // MarshalJSON encodes everything of the handover but the descriptor.
 func (ho *Handover) MarshalJSON() ([]byte, error) {
-	state, err := (&nriv1beta1.SynchronizeRequest{Pods: ho.Pods, Containers: ho.Containers}).MarshalVT()
-	if err != nil {
-		return nil, err
-	}
+	state := syncPage(ho.Pods, ho.Containers)
 	doc := handoverDoc{Pending: ho.Conn.Pending, NextID: ho.Conn.NextID, TimeoutNS: int64(ho.Timeout),
 		RuntimeName: ho.Info.Name, RuntimeVersion: ho.Info.Version, State: state, Validation: ho.validation}
 	for _, b := range ho.relay {
@@ -211,15 +212,15 @@ func DecodeHandover(data []byte, f *os.File) (*Handover, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("bridge: handover: %w", err)
 	}
-	st := &nriv1beta1.SynchronizeRequest{}
-	if err := st.UnmarshalVT(doc.State); err != nil {
+	pods, ctrs, _, err := splitSyncPage(doc.State)
+	if err != nil {
 		return nil, fmt.Errorf("bridge: handover state: %w", err)
 	}
 	ho := &Handover{
 		Conn:    &classicwire.Detached{File: f, Pending: doc.Pending, NextID: doc.NextID},
 		Timeout: time.Duration(doc.TimeoutNS),
 		Info:    server.RuntimeInfo{Name: doc.RuntimeName, Version: doc.RuntimeVersion},
-		Pods:    st.GetPods(), Containers: st.GetContainers(),
+		Pods:    pods, Containers: ctrs,
 		validation: doc.Validation,
 	}
 	for _, b := range doc.Relay {
@@ -230,4 +231,24 @@ func DecodeHandover(data []byte, f *os.File) (*Handover, error) {
 		ho.relay = append(ho.relay, relayBatch{plugin: b.Plugin, req: b.Updates, count: n})
 	}
 	return ho, nil
+}
+
+// syncPage writes pods and containers, each an encoding, as a
+// SynchronizeRequest's (pods 1, containers 2), the inverse of
+// splitSyncPage.
+func syncPage(pods, ctrs [][]byte) []byte {
+	n := 0
+	for _, list := range [][][]byte{pods, ctrs} {
+		for _, b := range list {
+			n += 1 + protowire.SizeVarint(uint64(len(b))) + len(b)
+		}
+	}
+	out := make([]byte, 0, n)
+	for _, b := range pods {
+		out = protowire.AppendBytes(protowire.AppendTag(out, 1, protowire.BytesType), b)
+	}
+	for _, b := range ctrs {
+		out = protowire.AppendBytes(protowire.AppendTag(out, 2, protowire.BytesType), b)
+	}
+	return out
 }

@@ -1,10 +1,12 @@
 package bridge_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
@@ -85,6 +87,10 @@ func TestHandoverKeepsTheRuntimeConnection(t *testing.T) {
 	}
 	if len(ho2.Pods) != 1 || len(ho2.Containers) < 1 || ho2.Info.Name != "classic-runtime" {
 		t.Fatalf("handed over %d pods, %d containers, runtime %+v", len(ho2.Pods), len(ho2.Containers), ho2.Info)
+	}
+	// The state travels as the old server's encodings, unchanged.
+	if !slices.EqualFunc(ho.Pods, ho2.Pods, bytes.Equal) || !slices.EqualFunc(ho.Containers, ho2.Containers, bytes.Equal) {
+		t.Fatal("the state's encodings changed on the way")
 	}
 	newRS, err := bridge.NewRuntimeSide(newN.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
 	if err != nil {

@@ -371,8 +371,10 @@ type classicHandlers struct {
 	// the bridge.
 	configured chan time.Duration
 	// syncPods and syncCtrs collect the pages of a paged Synchronize.
-	syncPods []*nriv1beta1.PodSandbox
-	syncCtrs []*nriv1beta1.Container
+	// They are the encodings of each pod and container, sub-slices of
+	// the pages' payloads.
+	syncPods [][]byte
+	syncCtrs [][]byte
 	// verdicts are nri-grpc's verdicts on created containers, for the
 	// runtime's validation (validate.go).
 	verdicts verdicts
@@ -399,11 +401,11 @@ func (h *classicHandlers) subscribe(runtime, version, nriVersion string) v1alpha
 // setState hands the runtime's state to the server and answers at once:
 // plugins are resynchronized in the background and their updates follow
 // through UpdateContainers.
-func (h *classicHandlers) setState(ctx context.Context, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
+func (h *classicHandlers) setState(ctx context.Context, pods, ctrs [][]byte) error {
 	h.r.mu.Lock()
 	info := h.r.info
 	h.r.mu.Unlock()
-	if err := h.r.srv.SetRuntime(ctx, info, h.r, pods, ctrs); err != nil {
+	if err := h.r.srv.SetRuntimeEncoded(ctx, info, h.r, pods, ctrs); err != nil {
 		return err
 	}
 	h.synchronized.Store(true)

@@ -3,11 +3,13 @@ package bridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server"
@@ -159,21 +161,65 @@ func (h *classicHandlers) configure(_ context.Context, payload []byte) ([]byte, 
 }
 
 // synchronize collects the pages of the runtime's Synchronize and hands the
-// state to the server after the last. Pages are decoded with the aliasing
-// decoder: the state the server keeps points into the pages' buffers
-// instead of holding a copy of every string.
+// state to the server after the last. The pages are not decoded: each
+// pod's and container's bytes are sub-slices of the page's buffer (the
+// call's own payload, never reused), which the server keeps as the state's
+// encoding and checks (server.SetRuntimeEncoded). v1alpha1 and v1beta1
+// number the fields alike (pods 1, containers 2, more 3).
 func (h *classicHandlers) synchronize(ctx context.Context, payload []byte) ([]byte, error) {
-	req := &nriv1beta1.SynchronizeRequest{}
-	if err := req.UnmarshalVTUnsafe(payload); err != nil {
+	pods, ctrs, more, err := splitSyncPage(payload)
+	if err != nil {
 		return nil, decodeError{err}
 	}
-	h.syncPods, h.syncCtrs = append(h.syncPods, req.GetPods()...), append(h.syncCtrs, req.GetContainers()...)
-	if req.GetMore() {
+	h.syncPods, h.syncCtrs = append(h.syncPods, pods...), append(h.syncCtrs, ctrs...)
+	if more {
 		return (&nriv1beta1.SynchronizeResponse{More: true}).MarshalVT()
 	}
-	pods, ctrs := h.syncPods, h.syncCtrs
+	pods, ctrs = h.syncPods, h.syncCtrs
 	h.syncPods, h.syncCtrs = nil, nil
 	return nil, h.setState(ctx, pods, ctrs)
+}
+
+// splitSyncPage splits a SynchronizeRequest's encoding into the encodings
+// of its pods and containers, sub-slices of payload, and its more flag.
+// Other fields are skipped; malformed wire format or a field of the wrong
+// wire type is an error.
+func splitSyncPage(payload []byte) (pods, ctrs [][]byte, more bool, err error) {
+	for b := payload; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, nil, false, errors.New("synchronize page: malformed field tag")
+		}
+		b = b[n:]
+		switch {
+		case (num == 1 || num == 2) && typ == protowire.BytesType:
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, nil, false, fmt.Errorf("synchronize page: field %d: malformed length", num)
+			}
+			if num == 1 {
+				pods = append(pods, v[:len(v):len(v)])
+			} else {
+				ctrs = append(ctrs, v[:len(v):len(v)])
+			}
+			n = m
+		case num == 3 && typ == protowire.VarintType:
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return nil, nil, false, errors.New("synchronize page: field more: malformed varint")
+			}
+			more, n = v != 0, m
+		case num >= 1 && num <= 3:
+			return nil, nil, false, fmt.Errorf("synchronize page: field %d has wire type %d", num, typ)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil, nil, false, fmt.Errorf("synchronize page: field %d: malformed value", num)
+			}
+		}
+		b = b[n:]
+	}
+	return pods, ctrs, more, nil
 }
 
 // shutdown notes the runtime's Shutdown of the bridge.

@@ -3,11 +3,14 @@ package bridge
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
@@ -113,4 +116,67 @@ func newTestRuntimeSide(t *testing.T) *RuntimeSide {
 		t.Fatal(err)
 	}
 	return rs
+}
+
+// TestSynchronizeKeepsEncodings: the runtime's Synchronize pages are split
+// into the encodings of their pods and containers, which the server keeps
+// and decodes to the runtime's objects; a malformed page, or a malformed
+// entry in one, fails the Synchronize with INVALID_ARGUMENT and leaves the
+// server's state as it was.
+func TestSynchronizeKeepsEncodings(t *testing.T) {
+	srv, err := server.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := NewRuntimeSide(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newClassicHandlers(rs)
+	pods := []*v1alpha1.PodSandbox{
+		convert(t, fixture.Pod(1), &v1alpha1.PodSandbox{}), convert(t, fixture.Pod(2), &v1alpha1.PodSandbox{})}
+	ctrs := []*v1alpha1.Container{
+		convert(t, fixture.Container(1, 0), &v1alpha1.Container{}), convert(t, fixture.Container(2, 0), &v1alpha1.Container{})}
+	page := func(req *v1alpha1.SynchronizeRequest) []byte {
+		b, err := req.MarshalVT()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ctx := context.Background()
+	out, err := h.serve(ctx, "Synchronize", page(&v1alpha1.SynchronizeRequest{Pods: pods[:1], Containers: ctrs[:1], More: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := (&nriv1beta1.SynchronizeResponse{}); r.UnmarshalVT(out) != nil || !r.More {
+		t.Fatal("the reply to a page with more is not more=true")
+	}
+	if _, err := h.serve(ctx, "Synchronize", page(&v1alpha1.SynchronizeRequest{Pods: pods[1:], Containers: ctrs[1:]})); err != nil {
+		t.Fatal(err)
+	}
+	gotPods, gotCtrs := srv.Snapshot()
+	if len(gotPods) != 2 || len(gotCtrs) != 2 || !proto.Equal(gotPods[0], fixture.Pod(1)) || !proto.Equal(gotCtrs[1], fixture.Container(2, 0)) {
+		t.Fatalf("the server's state: %d pods, %d containers, or not the runtime's objects", len(gotPods), len(gotCtrs))
+	}
+	good := page(&v1alpha1.SynchronizeRequest{Pods: pods[:1]})
+	badCtr := append(page(&v1alpha1.SynchronizeRequest{Pods: pods[:1]}),
+		protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), page(&v1alpha1.SynchronizeRequest{}))...)
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    string
+	}{
+		{"truncated page", good[:len(good)-1], "bridge: Synchronize: undecodable request"},
+		{"pods of the wrong wire type", protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1), "field 1 has wire type 0"},
+		{"a container without an id", badCtr, "containers[0]: id: must not be empty"},
+	} {
+		_, err := h.serve(ctx, "Synchronize", tc.payload)
+		if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), tc.want) {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT with %q", tc.name, err, tc.want)
+		}
+		if p, c := srv.Snapshot(); len(p) != 2 || len(c) != 2 {
+			t.Fatalf("%s: the refused Synchronize changed the state", tc.name)
+		}
+	}
 }

@@ -119,7 +119,26 @@ func earliest(a, b time.Time) time.Time {
 
 // Snapshot returns the runtime's pods and containers as the server knows
 // them, sorted by id: what a plugin registering now is synchronized with.
-// The messages are shared and must not be modified.
+// The server keeps them encoded: they are decoded for each call, and their
+// strings point into the stored encodings, which the server never
+// modifies (the objects may be modified; writing into their strings'
+// bytes through unsafe means must not).
 func (s *Server) Snapshot() ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container) {
 	return s.state.snapshot()
+}
+
+// SnapshotEncoded is Snapshot without decoding: the protobuf encodings of
+// the pods and containers (nri.v1beta1.PodSandbox and Container), sorted by
+// id. The slices are the server's own bytes, which it never modifies; the
+// caller must not modify them either.
+func (s *Server) SnapshotEncoded() (pods, ctrs [][]byte) {
+	st := s.state.encoded()
+	pods, ctrs = make([][]byte, len(st.pods)), make([][]byte, len(st.ctrs))
+	for i, p := range st.pods {
+		pods[i] = p.raw
+	}
+	for i, c := range st.ctrs {
+		ctrs[i] = c.raw
+	}
+	return pods, ctrs
 }

@@ -267,14 +267,14 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 		return nil, err
 	}
 	p.status.policy = s.notReadyPolicy(p)
-	pods, ctrs, err := s.admit(p)
+	snap, err := s.admit(p)
 	if err != nil {
 		s.refuseConfigured(p, err)
 		return nil, err
 	}
 	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING)
 	p.epoch.Store(1)
-	updates, evictions, err := s.synchronize(ctx, p, pods, ctrs, 1, nriv1beta1.SyncReason_SYNC_REASON_REGISTRATION)
+	updates, evictions, err := s.synchronize(ctx, p, snap, 1, nriv1beta1.SyncReason_SYNC_REASON_REGISTRATION)
 	if err != nil {
 		err = refusal(codeOf(err, codes.FailedPrecondition), nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_SYNCHRONIZE_FAILED, "",
 			"synchronizing plugin %s: %v", p.full, err)
@@ -442,11 +442,10 @@ func (s *Server) configure(ctx context.Context, p *plugin, config string) (answe
 // waits for it, waits for the events that began before (they do not see it,
 // and their changes land in the state), and takes the snapshot the plugin
 // is synchronized with. Only the registration waits for those events.
-func (s *Server) admit(p *plugin) ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container, error) {
+func (s *Server) admit(p *plugin) (encodedState, error) {
 	var (
 		old  *plugin
-		pods []*nriv1beta1.PodSandbox
-		ctrs []*nriv1beta1.Container
+		snap encodedState
 	)
 	err := s.flights.cut(func(gen uint64) error {
 		s.mu.Lock()
@@ -470,15 +469,15 @@ func (s *Server) admit(p *plugin) ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Conta
 		sl.pending = p
 		sl.mu.Unlock()
 		return nil
-	}, func() { pods, ctrs = s.state.snapshot() })
+	}, func() { snap = s.state.encoded() })
 	if err != nil {
-		return nil, nil, err
+		return encodedState{}, err
 	}
 	if old != nil {
 		// An even newer instance wins over one still synchronizing.
 		go old.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_REPLACED, "replaced by a newer instance")
 	}
-	return pods, ctrs, nil
+	return snap, nil
 }
 
 // promote makes a synchronized pending instance current and retires the

@@ -137,6 +137,36 @@ func selectState(p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Co
 	return keptPods, keptCtrs
 }
 
+// selectEncoded keeps the entries of a Synchronize that p's selectors
+// select. Pods are decoded to match (their namespace, labels and runtime
+// handler); containers are matched by the name in their index, which is
+// all of a container that selectors read (selector.Set.MatchContainer).
+// st's slices are not modified.
+func selectEncoded(p *plugin, st encodedState) encodedState {
+	if p.sel.Empty() {
+		return st
+	}
+	podOf := make(map[string]*nriv1beta1.PodSandbox, len(st.pods))
+	var out encodedState
+	for _, e := range st.pods {
+		pod := e.decode()
+		podOf[e.id] = pod
+		if p.sel.MatchPod(pod) {
+			out.pods = append(out.pods, e)
+		}
+	}
+	for _, e := range st.ctrs {
+		pod := podOf[e.pod]
+		if pod == nil {
+			pod = &nriv1beta1.PodSandbox{Id: e.pod}
+		}
+		if p.sel.MatchContainer(pod, &nriv1beta1.Container{Id: e.id, PodSandboxId: e.pod, Name: e.name, State: e.st}) {
+			out.ctrs = append(out.ctrs, e)
+		}
+	}
+	return out
+}
+
 // outsideSelectors splits unsolicited updates and evictions of p into
 // those it may ask for and those that target containers its selectors do
 // not select (known containers only: unknown ones fail later anyway).

@@ -29,6 +29,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
@@ -145,8 +149,93 @@ func New(opts ...Option) (*Server, error) {
 // SetRuntime attaches the runtime and its current pods and containers. The
 // call replaces the server's state (a runtime start or restart, a
 // reattached bridge) and resynchronizes every registered plugin (DESIGN
-// §5.9). rt may be nil when nothing can apply unsolicited updates.
+// §5.9). rt may be nil when nothing can apply unsolicited updates. The
+// objects are encoded once, here; the server keeps their encodings, not
+// the objects.
 func (s *Server) SetRuntime(ctx context.Context, info RuntimeInfo, rt Runtime, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
+	pe := make([]podEntry, len(pods))
+	for i, p := range pods {
+		pe[i] = encodePod(p)
+	}
+	ce := make([]ctrEntry, len(ctrs))
+	for i, c := range ctrs {
+		ce[i] = encodeContainer(c)
+	}
+	return s.attach(ctx, info, rt, pe, ce)
+}
+
+// SetRuntimeEncoded is SetRuntime for a caller that holds the pods' and
+// containers' protobuf encodings (nri.v1beta1.PodSandbox and Container, or
+// v1alpha1's, which share the wire format), such as the pages of a classic
+// runtime's Synchronize: the server keeps the slices as they are, without
+// decoding them, and the caller must never modify them afterwards. Every
+// entry is checked first (well-formed wire format, a non-empty id, valid
+// UTF-8 and bounded ids and names, at most the server's maximum message
+// size); a malformed one fails the call with INVALID_ARGUMENT naming it,
+// and the state is left as it was.
+func (s *Server) SetRuntimeEncoded(ctx context.Context, info RuntimeInfo, rt Runtime, pods, ctrs [][]byte) error {
+	pe, ce, err := s.checkEncoded(pods, ctrs)
+	if err != nil {
+		return err
+	}
+	return s.attach(ctx, info, rt, pe, ce)
+}
+
+// checkEncoded indexes and checks the encodings a runtime attached with.
+func (s *Server) checkEncoded(pods, ctrs [][]byte) ([]podEntry, []ctrEntry, error) {
+	bad := func(what string, i int, err error) error {
+		return status.Errorf(codes.InvalidArgument, "%s[%d]: %v", what, i, err)
+	}
+	pe := make([]podEntry, len(pods))
+	for i, raw := range pods {
+		e, err := indexPod(raw)
+		if err == nil {
+			err = checkWhole(raw, s.opts.maxMessageSize, podDesc)
+		}
+		if err == nil {
+			err = checkEntry(e.id)
+		}
+		if err != nil {
+			return nil, nil, bad("pods", i, err)
+		}
+		pe[i] = e
+	}
+	ce := make([]ctrEntry, len(ctrs))
+	for i, raw := range ctrs {
+		e, err := indexContainer(raw)
+		if err == nil {
+			err = checkWhole(raw, s.opts.maxMessageSize, ctrDesc)
+		}
+		if err == nil {
+			err = checkEntry(e.id, e.pod, e.name)
+		}
+		if err != nil {
+			return nil, nil, bad("containers", i, err)
+		}
+		ce[i] = e
+	}
+	return pe, ce, nil
+}
+
+// The descriptors checkWhole checks a runtime's entries against.
+var (
+	podDesc = (&nriv1beta1.PodSandbox{}).ProtoReflect().Descriptor()
+	ctrDesc = (&nriv1beta1.Container{}).ProtoReflect().Descriptor()
+)
+
+// checkWhole checks that raw is at most limit bytes and a well-formed
+// encoding of md (checkWire): an entry whose nested messages are malformed
+// would make every plugin's Synchronize fail.
+func checkWhole(raw []byte, limit int, md protoreflect.MessageDescriptor) error {
+	if len(raw) > limit {
+		return fmt.Errorf("%d bytes, over the maximum message size of %d", len(raw), limit)
+	}
+	return checkWire(raw, md, 0)
+}
+
+// attach replaces the state with pods and ctrs and resynchronizes every
+// registered plugin.
+func (s *Server) attach(_ context.Context, info RuntimeInfo, rt Runtime, pods []podEntry, ctrs []ctrEntry) error {
 	var (
 		epoch  uint64
 		resync []*plugin

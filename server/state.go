@@ -1,8 +1,15 @@
 package server
 
 import (
-	"sort"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 )
@@ -13,75 +20,170 @@ import (
 // from it, at the registration cut, so what a plugin learns through
 // Synchronize and what it then sees through events never overlap or leave a
 // gap.
+//
+// Every pod and container is kept as its protobuf encoding (a byte slice
+// the garbage collector does not scan) with a small index of what the
+// server looks up: Synchronize pages are copied from the encodings, and
+// whoever needs an object (in-process plugins, Snapshot, GetState,
+// selectors) decodes it on demand. An entry's bytes are never modified
+// once stored: a change stores new bytes, so that anyone holding the old
+// ones (a page being sent, a snapshot) keeps seeing what it took.
 type state struct {
 	mu   sync.RWMutex
-	pods map[string]*nriv1beta1.PodSandbox
-	ctrs map[string]*nriv1beta1.Container
+	pods map[string]podEntry
+	ctrs map[string]ctrEntry
+}
+
+// podEntry is a stored pod: its encoding and its id, which aliases the
+// encoding.
+type podEntry struct {
+	id  string
+	raw []byte
+}
+
+// ctrEntry is a stored container: its encoding and the fields the server
+// looks up, whose strings alias the encoding.
+type ctrEntry struct {
+	id, pod, name string
+	st            nriv1beta1.ContainerState
+	raw           []byte
+}
+
+// encodedState is a snapshot of the state's entries, sorted by id.
+type encodedState struct {
+	pods []podEntry
+	ctrs []ctrEntry
 }
 
 func newState() *state {
-	return &state{pods: map[string]*nriv1beta1.PodSandbox{}, ctrs: map[string]*nriv1beta1.Container{}}
+	return &state{pods: map[string]podEntry{}, ctrs: map[string]ctrEntry{}}
 }
 
-// snapshot returns the pods and containers, sorted by id for determinism.
-// The objects are shared: callers must not modify them.
-func (s *state) snapshot() ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container) {
+// encoded returns the entries, sorted by id for determinism. Entries are
+// immutable: they may be read without the lock.
+func (s *state) encoded() encodedState {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.snapshotLocked()
+	return s.encodedLocked()
 }
 
-func (s *state) snapshotLocked() ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container) {
-	pods := make([]*nriv1beta1.PodSandbox, 0, len(s.pods))
+func (s *state) encodedLocked() encodedState {
+	out := encodedState{pods: make([]podEntry, 0, len(s.pods)), ctrs: make([]ctrEntry, 0, len(s.ctrs))}
 	for _, p := range s.pods {
-		pods = append(pods, p)
+		out.pods = append(out.pods, p)
 	}
-	ctrs := make([]*nriv1beta1.Container, 0, len(s.ctrs))
 	for _, c := range s.ctrs {
-		ctrs = append(ctrs, c)
+		out.ctrs = append(out.ctrs, c)
 	}
-	sort.Slice(pods, func(i, j int) bool { return pods[i].GetId() < pods[j].GetId() })
-	sort.Slice(ctrs, func(i, j int) bool { return ctrs[i].GetId() < ctrs[j].GetId() })
+	slices.SortFunc(out.pods, func(a, b podEntry) int { return strings.Compare(a.id, b.id) })
+	slices.SortFunc(out.ctrs, func(a, b ctrEntry) int { return strings.Compare(a.id, b.id) })
+	return out
+}
+
+// snapshot returns the pods and containers, decoded, sorted by id. The
+// objects are the caller's, but their strings alias the stored encodings:
+// they must not be modified in place through unsafe means.
+func (s *state) snapshot() ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container) {
+	return s.encoded().decode()
+}
+
+// decode decodes every entry of st.
+func (st encodedState) decode() ([]*nriv1beta1.PodSandbox, []*nriv1beta1.Container) {
+	pods := make([]*nriv1beta1.PodSandbox, len(st.pods))
+	for i, p := range st.pods {
+		pods[i] = p.decode()
+	}
+	ctrs := make([]*nriv1beta1.Container, len(st.ctrs))
+	for i, c := range st.ctrs {
+		ctrs[i] = c.decode()
+	}
 	return pods, ctrs
 }
 
-// replace swaps in a new snapshot and returns what vanished.
-func (s *state) replace(pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) (gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) {
-	np := make(map[string]*nriv1beta1.PodSandbox, len(pods))
-	for _, p := range pods {
-		np[p.GetId()] = p
+// decode returns the pod. The stored encodings were either made by the
+// server or checked when the runtime attached (checkEncoded): an encoding
+// that does not decode is a bug, and yields a pod with just its id.
+func (p podEntry) decode() *nriv1beta1.PodSandbox {
+	out := &nriv1beta1.PodSandbox{}
+	if err := out.UnmarshalVTUnsafe(p.raw); err != nil {
+		return &nriv1beta1.PodSandbox{Id: p.id}
 	}
-	nc := make(map[string]*nriv1beta1.Container, len(ctrs))
+	return out
+}
+
+// decode returns the container (see podEntry.decode).
+func (c ctrEntry) decode() *nriv1beta1.Container {
+	out := &nriv1beta1.Container{}
+	if err := out.UnmarshalVTUnsafe(c.raw); err != nil {
+		return &nriv1beta1.Container{Id: c.id, PodSandboxId: c.pod, Name: c.name, State: c.st}
+	}
+	return out
+}
+
+// encodePod stores p: encoded once, into an exact-size slice.
+func encodePod(p *nriv1beta1.PodSandbox) podEntry {
+	raw, err := p.MarshalVT()
+	if err != nil {
+		// vtproto's marshalling only fails on an oversized message.
+		return podEntry{id: strings.Clone(p.GetId())}
+	}
+	e, _ := indexPod(raw)
+	return e
+}
+
+// encodeContainer stores c (see encodePod).
+func encodeContainer(c *nriv1beta1.Container) ctrEntry {
+	raw, err := c.MarshalVT()
+	if err != nil {
+		return ctrEntry{id: strings.Clone(c.GetId()), pod: strings.Clone(c.GetPodSandboxId()), name: strings.Clone(c.GetName()), st: c.GetState()}
+	}
+	e, _ := indexContainer(raw)
+	return e
+}
+
+// replace swaps in a new state and returns what vanished, decoded.
+func (s *state) replace(pods []podEntry, ctrs []ctrEntry) (gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) {
+	np := make(map[string]podEntry, len(pods))
+	for _, p := range pods {
+		np[p.id] = p
+	}
+	nc := make(map[string]ctrEntry, len(ctrs))
 	for _, c := range ctrs {
-		nc[c.GetId()] = c
+		nc[c.id] = c
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	oldPods, oldCtrs := s.snapshotLocked()
-	for _, p := range oldPods {
-		if _, ok := np[p.GetId()]; !ok {
-			gonePods = append(gonePods, p)
-		}
-	}
-	for _, c := range oldCtrs {
-		if _, ok := nc[c.GetId()]; !ok {
-			goneCtrs = append(goneCtrs, c)
-		}
-	}
+	old := s.encodedLocked()
 	s.pods, s.ctrs = np, nc
+	s.mu.Unlock()
+	for _, p := range old.pods {
+		if _, ok := np[p.id]; !ok {
+			gonePods = append(gonePods, p.decode())
+		}
+	}
+	for _, c := range old.ctrs {
+		if _, ok := nc[c.id]; !ok {
+			goneCtrs = append(goneCtrs, c.decode())
+		}
+	}
 	return gonePods, goneCtrs
 }
 
 func (s *state) setPod(p *nriv1beta1.PodSandbox) {
+	e := encodePod(p)
 	s.mu.Lock()
-	s.pods[p.GetId()] = p
+	s.pods[e.id] = e
 	s.mu.Unlock()
 }
 
+// pod returns the pod, decoded, or nil.
 func (s *state) pod(id string) *nriv1beta1.PodSandbox {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.pods[id]
+	e, ok := s.pods[id]
+	s.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	return e.decode()
 }
 
 func (s *state) deletePod(id string) {
@@ -90,29 +192,87 @@ func (s *state) deletePod(id string) {
 	s.mu.Unlock()
 }
 
-// recordContainer caches c as an event the server relayed left it: in at
+// recordContainer stores c as an event the server relayed left it: in at
 // least the state the event implies (created, running after
 // PostStartContainer, stopped after StopContainer), and never in an earlier
-// state than the cache already knows. Runtimes send the container as it was
+// state than the state already knows. Runtimes send the container as it was
 // when the event began (containerd reports a started container as created
 // in StartContainer and PostStartContainer), and a plugin that registers
 // later must get it in Synchronize as it is now. c itself is not modified:
 // plugins may still hold it.
 func (s *state) recordContainer(c *nriv1beta1.Container, implied nriv1beta1.ContainerState) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// Events of a container are ordered (the pod's lock) and attaches run
+	// with no event in flight: the state read here is the one the event
+	// replaces. It is checked again under the write lock all the same.
+	s.mu.RLock()
+	old, known := s.ctrs[c.GetId()]
+	s.mu.RUnlock()
 	st := c.GetState()
 	if stateRank(implied) > stateRank(st) {
 		st = implied
 	}
-	if old, ok := s.ctrs[c.GetId()]; ok && stateRank(old.GetState()) > stateRank(st) {
-		st = old.GetState()
+	if known && stateRank(old.st) > stateRank(st) {
+		st = old.st
 	}
-	if st != c.GetState() {
-		c = c.CloneVT()
-		c.State = st
+	e := encodeContainerAs(c, st)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.ctrs[e.id]; ok && stateRank(cur.st) > stateRank(e.st) && e.raw != nil {
+		if ne, err := indexContainer(withState(e.raw, cur.st)); err == nil {
+			e = ne
+		}
 	}
-	s.ctrs[c.GetId()] = c
+	s.ctrs[e.id] = e
+}
+
+// encodeContainerAs stores c in state st without modifying c: encoded once,
+// then the state field (right after id, pod_sandbox_id and name in
+// MarshalVT's field order) swapped in place, moving only the fields before
+// it. The bytes are MarshalVT's of c with its state set to st.
+func encodeContainerAs(c *nriv1beta1.Container, st nriv1beta1.ContainerState) ctrEntry {
+	if c.GetState() == st {
+		return encodeContainer(c)
+	}
+	size := c.SizeVT()
+	extra := 0
+	if st != 0 {
+		extra = protowire.SizeTag(fieldCtrState) + protowire.SizeVarint(uint64(int64(st)))
+	}
+	buf := make([]byte, extra+size)
+	if _, err := c.MarshalToSizedBufferVT(buf[extra:]); err != nil {
+		return encodeContainer(c)
+	}
+	// The fields before the state, then the state field if any.
+	prefix, oldLen := 0, 0
+	for rest := buf[extra:]; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 || num > fieldCtrState {
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if m < 0 {
+			break
+		}
+		if num == fieldCtrState {
+			oldLen = n + m
+			break
+		}
+		prefix += n + m
+		rest = rest[n+m:]
+	}
+	// New layout: prefix | new state | the rest, ending where the
+	// encoding ends; it starts oldLen bytes into buf.
+	copy(buf[oldLen:], buf[extra:extra+prefix])
+	if st != 0 {
+		f := protowire.AppendTag(buf[oldLen+prefix:oldLen+prefix], fieldCtrState, protowire.VarintType)
+		protowire.AppendVarint(f, uint64(int64(st)))
+	}
+	raw := buf[oldLen : extra+size : extra+size]
+	e, err := indexContainer(raw)
+	if err != nil {
+		return encodeContainer(c)
+	}
+	return e
 }
 
 // stateRank orders container states along a container's life; paused is a
@@ -129,10 +289,23 @@ func stateRank(st nriv1beta1.ContainerState) int {
 	return 0
 }
 
+// container returns the container, decoded, or nil.
 func (s *state) container(id string) *nriv1beta1.Container {
 	s.mu.RLock()
+	e, ok := s.ctrs[id]
+	s.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	return e.decode()
+}
+
+// containerPod returns the pod id of a known container.
+func (s *state) containerPod(id string) (string, bool) {
+	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.ctrs[id]
+	e, ok := s.ctrs[id]
+	return e.pod, ok
 }
 
 func (s *state) deleteContainer(id string) {
@@ -141,23 +314,181 @@ func (s *state) deleteContainer(id string) {
 	s.mu.Unlock()
 }
 
-// applyUpdates records applied resource updates in the cached containers.
+// applyUpdates records applied resource updates in the stored containers:
+// each updated container is decoded, changed and encoded again.
 func (s *state) applyUpdates(updates []*nriv1beta1.ContainerUpdate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, u := range updates {
-		c, ok := s.ctrs[u.GetContainerId()]
+		old, ok := s.ctrs[u.GetContainerId()]
 		res := u.GetLinux().GetResources()
 		if !ok || res == nil {
 			continue
 		}
-		c = c.CloneVT()
+		c := old.decode()
 		if c.Linux == nil {
 			c.Linux = &nriv1beta1.LinuxContainer{}
 		}
 		c.Linux.Resources = overlayResources(c.Linux.Resources, res)
-		s.ctrs[c.Id] = c
+		s.ctrs[old.id] = encodeContainer(c)
 	}
+}
+
+// The top-level fields of PodSandbox and Container the index reads.
+const (
+	fieldPodID       = 1
+	fieldCtrID       = 1
+	fieldCtrPod      = 2
+	fieldCtrName     = 3
+	fieldCtrState    = 4
+	maxIndexedString = 4096 // ids and names longer than this are refused from a runtime
+)
+
+// errMalformed is wire format that does not parse.
+var errMalformed = errors.New("malformed protobuf wire format")
+
+// scanTop calls fn for every top-level field of raw, with the field's
+// value bytes (length-delimited: the payload) or varint value; it fails on
+// malformed wire format.
+func scanTop(raw []byte, fn func(num protowire.Number, typ protowire.Type, b []byte, v uint64) error) error {
+	for len(raw) > 0 {
+		num, typ, n := protowire.ConsumeTag(raw)
+		if n < 0 {
+			return errMalformed
+		}
+		raw = raw[n:]
+		var (
+			b []byte
+			v uint64
+		)
+		switch typ {
+		case protowire.BytesType:
+			b, n = protowire.ConsumeBytes(raw)
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(raw)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, raw)
+		}
+		if n < 0 {
+			return errMalformed
+		}
+		raw = raw[n:]
+		if err := fn(num, typ, b, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// alias returns b as a string sharing b's bytes: the stored encodings are
+// never modified, so the index's strings can point into them.
+func alias(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// indexPod scans a pod's encoding for its index. As protobuf decoding
+// does, the last occurrence of a field wins.
+func indexPod(raw []byte) (podEntry, error) {
+	e := podEntry{raw: raw}
+	err := scanTop(raw, func(num protowire.Number, typ protowire.Type, b []byte, _ uint64) error {
+		if num == fieldPodID {
+			if typ != protowire.BytesType {
+				return fmt.Errorf("field id: wire type %d, want length-delimited", typ)
+			}
+			e.id = alias(b)
+		}
+		return nil
+	})
+	return e, err
+}
+
+// indexContainer scans a container's encoding for its index.
+func indexContainer(raw []byte) (ctrEntry, error) {
+	e := ctrEntry{raw: raw}
+	err := scanTop(raw, func(num protowire.Number, typ protowire.Type, b []byte, v uint64) error {
+		want := protowire.BytesType
+		var dst *string
+		switch num {
+		case fieldCtrID:
+			dst = &e.id
+		case fieldCtrPod:
+			dst = &e.pod
+		case fieldCtrName:
+			dst = &e.name
+		case fieldCtrState:
+			want = protowire.VarintType
+		default:
+			return nil
+		}
+		if typ != want {
+			return fmt.Errorf("field %d: wire type %d, want %d", num, typ, want)
+		}
+		if dst != nil {
+			*dst = alias(b)
+		} else {
+			e.st = nriv1beta1.ContainerState(int32(v))
+		}
+		return nil
+	})
+	return e, err
+}
+
+// withState returns a new encoding of the container raw encodes with its
+// state set to st: every state field dropped and, unless st is the
+// default, one written after the fields numbered below it, where a
+// canonical encoding has it. raw is not modified.
+func withState(raw []byte, st nriv1beta1.ContainerState) []byte {
+	out := make([]byte, 0, len(raw)+1+protowire.SizeVarint(uint64(st)))
+	placed := st == 0
+	place := func() {
+		if !placed {
+			out = protowire.AppendTag(out, fieldCtrState, protowire.VarintType)
+			out = protowire.AppendVarint(out, uint64(st))
+			placed = true
+		}
+	}
+	for rest := raw; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 {
+			return raw
+		}
+		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if m < 0 {
+			return raw
+		}
+		field := rest[:n+m]
+		rest = rest[n+m:]
+		if num == fieldCtrState {
+			continue
+		}
+		if num > fieldCtrState {
+			place()
+		}
+		out = append(out, field...)
+	}
+	place()
+	return out
+}
+
+// checkEntry validates what the index of an entry a runtime sent took
+// from it: the id is set and every indexed string is valid UTF-8 and
+// bounded.
+func checkEntry(strs ...string) error {
+	names := [...]string{"id", "pod_sandbox_id", "name"}
+	for i, s := range strs {
+		switch {
+		case i == 0 && s == "":
+			return errors.New("id: must not be empty")
+		case len(s) > maxIndexedString:
+			return fmt.Errorf("%s: %d bytes, over the limit of %d", names[i], len(s), maxIndexedString)
+		case !utf8.ValidString(s):
+			return fmt.Errorf("%s: not valid UTF-8", names[i])
+		}
+	}
+	return nil
 }
 
 // overlayResources returns base with every field set in upd applied.

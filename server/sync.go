@@ -12,33 +12,32 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
-	"github.com/nri-grpc/nri-grpc/internal/codec"
 )
 
 // syncOverhead is what a page's fields other than pods and containers can
 // take (more, epoch, reason), with a margin.
 const syncOverhead = 64
 
-// page is one Synchronize page.
+// page is one Synchronize page: entries of the state.
 type page struct {
-	pods []*nriv1beta1.PodSandbox
-	ctrs []*nriv1beta1.Container
+	pods []podEntry
+	ctrs []ctrEntry
 }
 
 // paginate splits the state into pages whose encoding fits limit bytes,
-// computed from the objects' sizes: no oversized message is ever built. An
-// object that alone exceeds the limit is an error.
-func paginate(pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container, limit int) ([]page, int, error) {
+// computed from the entries' sizes: no oversized message is ever built. An
+// entry that alone exceeds the limit is an error.
+func paginate(st encodedState, limit int) ([]page, int, error) {
 	var (
 		pages []page
 		cur   page
 		size  = syncOverhead
 		total int
 	)
-	add := func(n int, what string, id string) (bool, error) {
+	add := func(n int, what string, id string) error {
 		elem := 1 + protowire.SizeVarint(uint64(n)) + n
 		if syncOverhead+elem > limit {
-			return false, fmt.Errorf("%s %s alone encodes to %d bytes, over the plugin's maximum message size of %d", what, id, elem, limit)
+			return fmt.Errorf("%s %s alone encodes to %d bytes, over the plugin's maximum message size of %d", what, clip(id), elem, limit)
 		}
 		total += elem
 		if size+elem > limit {
@@ -46,16 +45,16 @@ func paginate(pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container, limit
 			cur, size = page{}, syncOverhead
 		}
 		size += elem
-		return true, nil
+		return nil
 	}
-	for _, p := range pods {
-		if _, err := add(p.SizeVT(), "pod", p.GetId()); err != nil {
+	for _, p := range st.pods {
+		if err := add(len(p.raw), "pod", p.id); err != nil {
 			return nil, 0, err
 		}
 		cur.pods = append(cur.pods, p)
 	}
-	for _, c := range ctrs {
-		if _, err := add(c.SizeVT(), "container", c.GetId()); err != nil {
+	for _, c := range st.ctrs {
+		if err := add(len(c.raw), "container", c.id); err != nil {
 			return nil, 0, err
 		}
 		cur.ctrs = append(cur.ctrs, c)
@@ -64,58 +63,82 @@ func paginate(pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container, limit
 	return pages, total, nil
 }
 
+// Field numbers of SynchronizeRequest.
+const (
+	fieldSyncPods       = 1
+	fieldSyncContainers = 2
+	fieldSyncMore       = 3
+	fieldSyncEpoch      = 1000
+	fieldSyncReason     = 1001
+)
+
+// encode writes the page as a SynchronizeRequest, copying the entries'
+// encodings: the same bytes MarshalVT makes of the equivalent message
+// (fields in number order, defaults left out).
+func (pg page) encode(more bool, epoch uint64, reason nriv1beta1.SyncReason) []byte {
+	n := 0
+	for _, p := range pg.pods {
+		n += 1 + protowire.SizeVarint(uint64(len(p.raw))) + len(p.raw)
+	}
+	for _, c := range pg.ctrs {
+		n += 1 + protowire.SizeVarint(uint64(len(c.raw))) + len(c.raw)
+	}
+	b := make([]byte, 0, n+syncOverhead)
+	for _, p := range pg.pods {
+		b = protowire.AppendTag(b, fieldSyncPods, protowire.BytesType)
+		b = protowire.AppendBytes(b, p.raw)
+	}
+	for _, c := range pg.ctrs {
+		b = protowire.AppendTag(b, fieldSyncContainers, protowire.BytesType)
+		b = protowire.AppendBytes(b, c.raw)
+	}
+	if more {
+		b = protowire.AppendTag(b, fieldSyncMore, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+	}
+	if epoch != 0 {
+		b = protowire.AppendTag(b, fieldSyncEpoch, protowire.VarintType)
+		b = protowire.AppendVarint(b, epoch)
+	}
+	if reason != 0 {
+		b = protowire.AppendTag(b, fieldSyncReason, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(int64(reason)))
+	}
+	return b
+}
+
+// request decodes the page into a SynchronizeRequest, for an in-process
+// plugin.
+func (pg page) request(more bool, epoch uint64, reason nriv1beta1.SyncReason) *nriv1beta1.SynchronizeRequest {
+	pods, ctrs := encodedState(pg).decode()
+	return &nriv1beta1.SynchronizeRequest{Pods: pods, Containers: ctrs, More: more, Epoch: epoch, Reason: reason}
+}
+
 // synchronize hands the plugin the state in pages within its
 // synchronization budget, and returns the updates and evictions it asked
-// for in its reply to the last page.
-func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container,
+// for in its reply to the last page. A remote plugin's pages are copied
+// from the stored encodings; an in-process plugin's are decoded.
+func (s *Server) synchronize(ctx context.Context, p *plugin, st encodedState,
 	epoch uint64, reason nriv1beta1.SyncReason) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
 	start := time.Now()
-	pods, ctrs = selectState(p, pods, ctrs)
-	pages, total, err := paginate(pods, ctrs, p.maxMsg)
+	st = selectEncoded(p, st)
+	pages, total, err := paginate(st, p.maxMsg)
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeouts.sync)
 	defer cancel()
-	reqs := make([]*nriv1beta1.SynchronizeRequest, len(pages))
-	for i, pg := range pages {
-		reqs[i] = &nriv1beta1.SynchronizeRequest{Pods: pg.pods, Containers: pg.ctrs, More: i < len(pages)-1, Epoch: epoch, Reason: reason}
-	}
-	// Encode the next page while the plugin decodes the current one: the
-	// pages still go one at a time, each after the reply to the previous.
-	type encoded struct {
-		raw []byte
-		err error
-	}
-	ahead := make(chan encoded, 1)
-	if p.c.remote() && len(pages) > 1 {
-		go func() {
-			defer close(ahead)
-			for _, r := range reqs {
-				b, err := codec.Encode(r)
-				select {
-				case ahead <- encoded{b, err}:
-				case <-ctx.Done():
-					return
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	} else {
-		close(ahead)
-	}
 	var last *nriv1beta1.SynchronizeResponse
-	for i := range pages {
+	for i, pg := range pages {
 		more := i < len(pages)-1
-		req := reqs[i]
-		var raw []byte
-		if e, ok := <-ahead; ok {
-			if e.err != nil {
-				return nil, nil, status.Errorf(codes.Internal, "encoding page %d of %d: %v", i+1, len(pages), e.err)
-			}
-			raw = e.raw
+		var (
+			req = &nriv1beta1.SynchronizeRequest{}
+			raw []byte
+		)
+		if p.c.remote() {
+			raw = pg.encode(more, epoch, reason)
+		} else {
+			req = pg.request(more, epoch, reason)
 		}
 		r, err := call(ctx, p, rpcSynchronize, p.timeouts.sync, req, raw)
 		if err != nil {
@@ -128,7 +151,7 @@ func (s *Server) synchronize(ctx context.Context, p *plugin, pods []*nriv1beta1.
 		}
 		last = r
 	}
-	s.opts.metrics.Synchronized(p.full, len(pods)+len(ctrs), total, time.Since(start))
+	s.opts.metrics.Synchronized(p.full, len(st.pods)+len(st.ctrs), total, time.Since(start))
 	return last.GetUpdate(), last.GetEvict(), nil
 }
 
@@ -260,8 +283,7 @@ func (s *Server) resyncOnce(p *plugin, w catchUpWork) error {
 // (the one a pending resync request was promised, status.go).
 func (s *Server) resyncWith(ctx context.Context, p *plugin, reason nriv1beta1.SyncReason) error {
 	epoch := s.nextEpoch(p)
-	pods, ctrs := s.state.snapshot()
-	updates, evictions, err := s.synchronize(ctx, p, pods, ctrs, epoch, reason)
+	updates, evictions, err := s.synchronize(ctx, p, s.state.encoded(), epoch, reason)
 	if err != nil {
 		return err
 	}
@@ -355,9 +377,9 @@ func (s *Server) UpdateContainers(ctx context.Context, plugin string, updates []
 		u []*nriv1beta1.ContainerUpdate
 		e []*nriv1beta1.ContainerEviction
 	} {
-		pod := unknownContainer
-		if c := s.state.container(id); c != nil {
-			pod = c.GetPodSandboxId()
+		pod, ok := s.state.containerPod(id)
+		if !ok {
+			pod = unknownContainer
 		}
 		g := byPod[pod]
 		if g == nil {
