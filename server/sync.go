@@ -129,6 +129,17 @@ func (s *Server) synchronize(ctx context.Context, p *plugin, st encodedState,
 	ctx, cancel := context.WithTimeout(ctx, p.timeouts.sync)
 	defer cancel()
 	var last *nriv1beta1.SynchronizeResponse
+	// A remote plugin's next page is written while it decodes the current
+	// one: the pages still go one at a time, each after the reply to the
+	// previous. (The channel holds the one page written ahead, so a failed
+	// call leaves no goroutine behind.)
+	ahead := make(chan []byte, 1)
+	writeAhead := func(i int) {
+		if p.c.remote() && i < len(pages) {
+			go func() { ahead <- pages[i].encode(i < len(pages)-1, epoch, reason) }()
+		}
+	}
+	writeAhead(0)
 	for i, pg := range pages {
 		more := i < len(pages)-1
 		var (
@@ -136,7 +147,8 @@ func (s *Server) synchronize(ctx context.Context, p *plugin, st encodedState,
 			raw []byte
 		)
 		if p.c.remote() {
-			raw = pg.encode(more, epoch, reason)
+			raw = <-ahead
+			writeAhead(i + 1)
 		} else {
 			req = pg.request(more, epoch, reason)
 		}
