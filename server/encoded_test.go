@@ -131,3 +131,86 @@ func TestEncodedRequestNormalised(t *testing.T) {
 		t.Errorf("plugin 20 does not see plugin 10's annotation")
 	}
 }
+
+// TestCreatedContainerRecordedAsMerged: the state records a created
+// container as the plugins left it, whether its bytes come from the
+// request's encoding with the plugins' appended changes (additive
+// adjustments, a handed-over encoding, a container whose state the record
+// raises) or from encoding the container again (a change no delta
+// carries): a plugin registering later is synchronized with it.
+func TestCreatedContainerRecordedAsMerged(t *testing.T) {
+	add := func(idx string) *nriv1beta1.ContainerAdjustment {
+		return &nriv1beta1.ContainerAdjustment{
+			Annotations: map[string]string{idx + ".example.com/a": idx},
+			Env:         []*nriv1beta1.KeyValue{{Key: "E" + idx, Value: idx}},
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		adjust    map[string]*nriv1beta1.ContainerAdjustment
+		handed    bool
+		noState   bool
+		wantAnnos map[string]string
+		wantEnv   []string
+	}{
+		{name: "additive", adjust: map[string]*nriv1beta1.ContainerAdjustment{"10": add("10"), "20": add("20")},
+			wantAnnos: map[string]string{"10.example.com/a": "10", "20.example.com/a": "20"}, wantEnv: []string{"E10=10", "E20=20"}},
+		{name: "a runtime annotation replaced", adjust: map[string]*nriv1beta1.ContainerAdjustment{"10": add("10"),
+			"20": {Annotations: map[string]string{"io.kubernetes.container.hash": "again"}}},
+			wantAnnos: map[string]string{"10.example.com/a": "10", "io.kubernetes.container.hash": "again"}, wantEnv: []string{"E10=10"}},
+		{name: "a removal", adjust: map[string]*nriv1beta1.ContainerAdjustment{"10": add("10"),
+			"20": {Annotations: map[string]string{"-10.example.com/a": ""}}},
+			wantEnv: []string{"E10=10"}},
+		{name: "handed over", handed: true, adjust: map[string]*nriv1beta1.ContainerAdjustment{"10": add("10"), "20": add("20")},
+			wantAnnos: map[string]string{"10.example.com/a": "10", "20.example.com/a": "20"}, wantEnv: []string{"E10=10", "E20=20"}},
+		{name: "state raised", noState: true, adjust: map[string]*nriv1beta1.ContainerAdjustment{"10": add("10")},
+			wantAnnos: map[string]string{"10.example.com/a": "10"}, wantEnv: []string{"E10=10"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			for _, idx := range []string{"10", "20"} {
+				adj := tc.adjust[idx]
+				if adj == nil {
+					continue
+				}
+				h.plugin(idx, "adjust", func(p *testplugin.Plugin) {
+					p.Events = nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+					p.OnCreateContainer = func(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+						return &nriv1beta1.CreateContainerResponse{Adjust: adj}, nil
+					}
+				})
+			}
+			req := fixture.CreateContainerRequest(1, 0)
+			if tc.noState {
+				req.Container.State = nriv1beta1.ContainerState_CONTAINER_STATE_UNSPECIFIED
+			}
+			want := req.Container.CloneVT()
+			var opts []server.EventOption
+			if tc.handed {
+				raw, err := req.MarshalVT()
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts = append(opts, server.Encoded(raw))
+			}
+			if _, err := h.srv.CreateContainer(h.ctx(), req, opts...); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.wantAnnos {
+				want.Annotations[k] = v
+			}
+			want.Env = append(want.Env, tc.wantEnv...)
+			want.State = nriv1beta1.ContainerState_CONTAINER_STATE_CREATED
+			_, ctrs := h.srv.Snapshot()
+			if len(ctrs) != 1 {
+				t.Fatalf("%d containers in the state", len(ctrs))
+			}
+			if got := ctrs[0]; !got.EqualVT(want) {
+				t.Errorf("recorded\n%v\nwant\n%v", got, want)
+			}
+			if got := ctrs[0]; !got.EqualVT(req.Container) && !tc.noState {
+				t.Errorf("recorded a container other than the merged request's:\n%v\n%v", got, req.Container)
+			}
+		})
+	}
+}

@@ -225,6 +225,91 @@ func (s *state) recordContainer(c *nriv1beta1.Container, implied nriv1beta1.Cont
 	s.ctrs[e.id] = e
 }
 
+// recordCreated records a created container c, taking its bytes from raw,
+// the CreateContainerRequest's encoding as the plugins left it
+// (dispatchKeepingEncoding), when there is one: the container's fields of
+// raw, the runtime's then each plugin's appended change, are an encoding of
+// c as merged (protobuf merges them: maps take the later entry, lists
+// append), made without encoding c again. Without raw, or when its
+// container is not c's (another id, another state to record), c is
+// encoded as recordContainer does.
+func (s *state) recordCreated(c *nriv1beta1.Container, raw []byte) {
+	const created = nriv1beta1.ContainerState_CONTAINER_STATE_CREATED
+	b := containerField(raw)
+	if b == nil {
+		s.recordContainer(c, created)
+		return
+	}
+	e, err := indexContainer(b)
+	if err != nil || e.id != c.GetId() || e.st != c.GetState() {
+		s.recordContainer(c, created)
+		return
+	}
+	s.mu.RLock()
+	old, known := s.ctrs[c.GetId()]
+	s.mu.RUnlock()
+	st := e.st
+	if stateRank(created) > stateRank(st) {
+		st = created
+	}
+	if known && stateRank(old.st) > stateRank(st) {
+		st = old.st
+	}
+	if st != e.st {
+		if e, err = indexContainer(withState(b, st)); err != nil {
+			s.recordContainer(c, created)
+			return
+		}
+	}
+	s.mu.Lock()
+	s.ctrs[e.id] = e
+	s.mu.Unlock()
+}
+
+// containerField returns, as a slice of its own, the payloads of every
+// container field (2) of a CreateContainerRequest's encoding, in order: the
+// encoding of the container the request decodes to. nil when there is none
+// or raw is malformed.
+func containerField(raw []byte) []byte {
+	const fieldContainer = 2
+	size := 0
+	for pass := 0; pass < 2; pass++ {
+		var out []byte
+		if pass == 1 {
+			if size == 0 {
+				return nil
+			}
+			out = make([]byte, 0, size)
+		}
+		for rest := raw; len(rest) > 0; {
+			num, typ, n := protowire.ConsumeTag(rest)
+			if n < 0 {
+				return nil
+			}
+			m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+			if m < 0 {
+				return nil
+			}
+			if num == fieldContainer {
+				if typ != protowire.BytesType {
+					return nil
+				}
+				v, _ := protowire.ConsumeBytes(rest[n:])
+				if pass == 0 {
+					size += len(v)
+				} else {
+					out = append(out, v...)
+				}
+			}
+			rest = rest[n+m:]
+		}
+		if pass == 1 {
+			return out
+		}
+	}
+	return nil
+}
+
 // encodeContainerAs stores c in state st without modifying c: encoded once,
 // then the state field (right after id, pod_sandbox_id and name in
 // MarshalVT's field order) swapped in place, moving only the fields before
