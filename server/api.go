@@ -125,15 +125,14 @@ func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateCont
 			// Plugins get the same shape whichever encoding they are sent.
 			fl.raw = append(fl.raw, normalisedShape...)
 		}
-		_, raw, err := dispatchKeepingEncoding(ctx, s, evCreateContainer, req, fl, createMerge(m, req))
-		if err != nil {
+		if _, err := dispatch(ctx, s, evCreateContainer, req, fl, createMerge(m, req)); err != nil {
 			return err
 		}
 		out = m.Result()
 		if err := s.validate(ctx, req, m, out, fl); err != nil {
 			return err
 		}
-		s.state.recordCreated(req.Container, raw)
+		s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED)
 		return nil
 	})
 	if err != nil {

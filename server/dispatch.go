@@ -69,7 +69,6 @@ type delivery[Req, Rsp proto.Message] struct {
 
 	raw   []byte // req encoded, kept up to date as plugins change it; nil: encode when needed
 	last  int    // position of the last remote subscriber: deltas are worth making up to it
-	keep  bool   // the caller wants the final encoding: the last plugin's change is appended too
 	share budgetShare
 	errs  []*nriv1beta1.PluginError
 }
@@ -82,19 +81,6 @@ func dispatch[Req, Rsp proto.Message](ctx context.Context, s *Server, ev event[R
 	merge mergeFunc[Rsp]) ([]*nriv1beta1.PluginError, error) {
 	d := &delivery[Req, Rsp]{s: s, ev: ev, req: req, fl: fl, merge: merge}
 	return d.run(ctx)
-}
-
-// dispatchKeepingEncoding is dispatch for a caller that wants the request's
-// encoding as the plugins left it: every change is appended as a delta
-// where it can be, the last plugin's too. raw is that encoding, or nil when
-// there is none (no remote plugin was called, or a change could not be
-// appended): CreateContainer records the adjusted container from it
-// instead of encoding the container again.
-func dispatchKeepingEncoding[Req, Rsp proto.Message](ctx context.Context, s *Server, ev event[Req, Rsp], req Req, fl *flight,
-	merge mergeFunc[Rsp]) (errs []*nriv1beta1.PluginError, raw []byte, err error) {
-	d := &delivery[Req, Rsp]{s: s, ev: ev, req: req, fl: fl, merge: merge, keep: true}
-	errs, err = d.run(ctx)
-	return errs, d.raw, err
 }
 
 // dryRun is dispatch in a dry run: only plugins that declared dry-run
@@ -287,7 +273,7 @@ func (d *delivery[Req, Rsp]) mergeAnswer(i int, p *plugin, rsp Rsp, pc *nriv1bet
 	if pc != nil {
 		changes = &pc.Changes
 	}
-	return d.merge(p, rsp, changes, d.raw != nil && (i < d.last || d.keep))
+	return d.merge(p, rsp, changes, d.raw != nil && i < d.last)
 }
 
 // update keeps the encoding in step with a changed request: the change's
