@@ -342,7 +342,7 @@ func (b *bencher) summary() string {
 		bytes, _ := r.median(k, mBytes)
 		st, _ := r.median(k, mState)
 		by := bytes / st
-		add(fmt.Sprintf("sync10k %s time %s bytes %s state %s", fmtRatio(t), mark(t <= targetSyncTime), fmtRatio3(by), mark(by <= targetSyncBytes)))
+		add(fmt.Sprintf("sync10k %s time %s bytes %s state %s", fmtRatio3(t), mark(t <= targetSyncTime), fmtRatio3(by), mark(by <= targetSyncBytes)))
 	}
 	if v, ok := r.ratio(scBridge, "K=1 seq", sideBridge, sideDirect, mP50); ok {
 		add(fmt.Sprintf("bridge p50 %s direct %s", fmtRatio(v), mark(v <= targetBridgeP50)))

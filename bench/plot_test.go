@@ -344,7 +344,7 @@ func TestSummaryTargets(t *testing.T) {
 	for _, want := range []string{
 		"create K=1 1.50x ✓", "K=8 1.59x ✗", "conc16 K=3 5.00x ✓",
 		"lifecycle 1.31x ✓ conc16 4.99x ✗",
-		"sync10k 0.25x time ✓ bytes 1.002x state ✗",
+		"sync10k 0.250x time ✓ bytes 1.002x state ✗",
 		"bridge p50 1.41x direct ✗",
 		"AdaptationService K=1 0.99x ✗",
 		"nrid RSS 10k 150 MB = 3.2x state ✗",
@@ -363,7 +363,7 @@ func TestSummaryTargets(t *testing.T) {
 	set(scRSS, "N=10000", "nrid", mRSS, 92*mb)
 	set(scRSS, "N=10000", "nrid", mState, 46*mb)
 	got = b.summary()
-	for _, want := range []string{"sync10k 0.26x time ✗ bytes 1.001x state ✓", "nrid RSS 10k 92 MB = 2.0x state ✓"} {
+	for _, want := range []string{"sync10k 0.260x time ✗ bytes 1.001x state ✓", "nrid RSS 10k 92 MB = 2.0x state ✓"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
