@@ -38,12 +38,7 @@ func (b *bencher) measureFloor(e *env, rt *grpcRT, n int) error {
 		nri.MetadataNodeName, "bench-node", nri.MetadataRuntimeName, "bench-runtime")
 	for _, m := range modes {
 		warm := warmOf(n)
-		base := b.pods(n + warm)
-		reqs := make([]*nriv1beta1.CreateContainerRequest, n+warm)
-		for i := range reqs {
-			pod, ctr := podContainer(base + i)
-			reqs[i] = &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr}
-		}
+		reqs := b.createRequests(n + warm)
 		w, err := measure(rt.plugins, e.windowProfile("floor-"+m.name), n, warm, m.workers, func(i int) error {
 			ctx, cancel := context.WithTimeout(context.Background(), longTimeout)
 			defer cancel()

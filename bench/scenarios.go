@@ -214,6 +214,18 @@ func (b *bencher) createGRPC(k, run int) error {
 	return nil
 }
 
+// createRequests builds n CreateContainer requests, each on a pod of its
+// own that no earlier window used.
+func (b *bencher) createRequests(n int) []*nriv1beta1.CreateContainerRequest {
+	base := b.pods(n)
+	reqs := make([]*nriv1beta1.CreateContainerRequest, n)
+	for i := range reqs {
+		pod, ctr := podContainer(base + i)
+		reqs[i] = &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr}
+	}
+	return reqs
+}
+
 // measureCreates measures n CreateContainer calls through rt's embedded
 // server in each mode, k plugins adjusting each, and records the windows
 // as scenario's "K=k mode" rows on side.
@@ -221,12 +233,7 @@ func (b *bencher) measureCreates(e *env, rt *grpcRT, k, n int, scenario, side st
 	ctx := context.Background()
 	for _, m := range modes {
 		warm := warmOf(n)
-		base := b.pods(n + warm)
-		reqs := make([]*nriv1beta1.CreateContainerRequest, n+warm)
-		for i := range reqs {
-			pod, ctr := podContainer(base + i)
-			reqs[i] = &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr}
-		}
+		reqs := b.createRequests(n + warm)
 		w, err := measure(rt.plugins, e.windowProfile(m.name), n, warm, m.workers, func(i int) error {
 			rsp, err := rt.srv.CreateContainer(ctx, reqs[i])
 			if err != nil {
