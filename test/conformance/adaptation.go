@@ -2,6 +2,13 @@ package conformance
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 )
@@ -81,4 +88,114 @@ func (r *adaptationRuntime) StopContainer(ctx context.Context, req *nriv1beta1.S
 func (r *adaptationRuntime) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest) ([]*nriv1beta1.PluginError, error) {
 	rsp, err := r.c.RemoveContainer(ctx, &nriv1beta1.AdaptationServiceRemoveContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()})
 	return rsp.GetPluginErrors(), err
+}
+
+// Attachment is a runtime attached to a server over an AdaptationService
+// Attach stream: it answers the server's snapshot requests with its state
+// and its unsolicited updates as a runtime configured with o does,
+// recording them in applied.
+type Attachment struct {
+	stream       grpc.BidiStreamingClient[nriv1beta1.AttachRequest, nriv1beta1.AttachResponse]
+	cancel       context.CancelFunc
+	sendMu       sync.Mutex
+	o            Options
+	applied      *AppliedLog
+	pods         []*nriv1beta1.PodSandbox
+	ctrs         []*nriv1beta1.Container
+	done         chan struct{}
+	snapshotOnce sync.Once
+	snapshotSent chan struct{}
+}
+
+// AttachRuntime attaches a runtime with the state pods and ctrs to the
+// server of client, introducing it with hello; it tries again while the
+// server is still dropping a previous attachment (ALREADY_EXISTS), within
+// Wait. The attachment serves the server until Detach.
+func AttachRuntime(client nriv1beta1.AdaptationServiceClient, hello *nriv1beta1.AttachHello, o Options,
+	pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container, applied *AppliedLog) (*Attachment, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &Attachment{cancel: cancel, o: o, applied: applied, pods: pods, ctrs: ctrs,
+		done: make(chan struct{}), snapshotSent: make(chan struct{})}
+	deadline := time.Now().Add(Wait)
+	for {
+		stream, err := client.Attach(ctx)
+		if err == nil {
+			a.stream = stream
+			err = a.hello(hello)
+		}
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.AlreadyExists || time.Now().After(deadline) {
+			cancel()
+			return nil, err
+		}
+		timer := time.NewTimer(10 * time.Millisecond) // retry pacing, not a wait for a result
+		<-timer.C
+	}
+	go a.serve()
+	return a, nil
+}
+
+// SnapshotSent is closed once the attachment has answered the server's
+// first snapshot request.
+func (a *Attachment) SnapshotSent() <-chan struct{} { return a.snapshotSent }
+
+// Detach ends the attachment and waits (within Wait) until the server has
+// dropped it.
+func (a *Attachment) Detach() {
+	a.sendMu.Lock()
+	_ = a.stream.CloseSend()
+	a.sendMu.Unlock()
+	select {
+	case <-a.done:
+	case <-time.After(Wait):
+	}
+	a.cancel()
+}
+
+func (a *Attachment) send(m *nriv1beta1.AttachRequest) error {
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	return a.stream.Send(m)
+}
+
+func (a *Attachment) hello(h *nriv1beta1.AttachHello) error {
+	if err := a.send(&nriv1beta1.AttachRequest{Message: &nriv1beta1.AttachRequest_Hello{Hello: h}}); err != nil {
+		return err
+	}
+	m, err := a.stream.Recv()
+	if err != nil {
+		return err
+	}
+	if m.GetAttached() == nil {
+		return fmt.Errorf("the first Attach answer is not Attached: %v", m)
+	}
+	return nil
+}
+
+// serve answers the server until the stream ends (io.EOF once the server
+// dropped the attachment).
+func (a *Attachment) serve() {
+	defer close(a.done)
+	for {
+		m, err := a.stream.Recv()
+		if err != nil {
+			return
+		}
+		switch {
+		case m.GetSnapshotRequest() != nil:
+			_ = a.send(&nriv1beta1.AttachRequest{Message: &nriv1beta1.AttachRequest_Snapshot{Snapshot: &nriv1beta1.StateSnapshot{
+				RequestId: m.GetSnapshotRequest().GetRequestId(), Pods: a.pods, Containers: a.ctrs,
+			}}})
+			a.snapshotOnce.Do(func() { close(a.snapshotSent) })
+		case m.GetApplyUpdates() != nil:
+			au := m.GetApplyUpdates()
+			a.applied.Add(Applied{Plugin: au.GetPlugin(), Update: au.GetUpdate(), Evict: au.GetEvict()})
+			fu, fe := FailedUpdates(a.o, au.GetUpdate(), au.GetEvict())
+			_ = a.send(&nriv1beta1.AttachRequest{Message: &nriv1beta1.AttachRequest_UpdateResult{UpdateResult: &nriv1beta1.UpdateResult{
+				RequestId: au.GetRequestId(), Failed: fu, FailedEvictions: fe,
+			}}})
+		}
+	}
 }

@@ -28,7 +28,6 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
-	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // The classic (ttrpc) paths. Both have upstream pkg/adaptation (classic NRI)
@@ -291,30 +290,8 @@ func newClassicEnv(t conformance.T, o conformance.Options, bridged bool) (*class
 	if err := os.Mkdir(e.grpcDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sopts := []server.Option{
-		// gRPC plugins, for TestGRPCBridged (status_setup_test.go).
-		server.WithPluginSocketDir(e.grpcDir),
-		server.WithDialer(transport.NewDialer()),
-		server.WithLogger(logger),
-		server.WithRuntime(o.RuntimeName, o.RuntimeVersion),
-		server.WithNodeName("conformance-node"),
-		server.WithValidator(o.Validator),
-	}
-	if o.RequestTimeout != 0 {
-		sopts = append(sopts, server.WithRequestTimeout(o.RequestTimeout))
-	}
-	if o.RegistrationTimeout != 0 {
-		sopts = append(sopts, server.WithRegistrationTimeout(o.RegistrationTimeout))
-	}
-	if o.MaxTimeout != 0 {
-		sopts = append(sopts, server.WithMaxTimeout(o.MaxTimeout))
-	}
-	if o.PluginPolicy != nil {
-		sopts = append(sopts, server.WithPluginPolicy(func(_, full string) *server.PluginPolicy { return o.PluginPolicy(full) }))
-	}
-	if o.Metrics != nil {
-		sopts = append(sopts, server.WithMetrics(metrics{o.Metrics}))
-	}
+	// gRPC plugins, for TestGRPCBridged (status_setup_test.go).
+	sopts := conformance.ServerOptions(o, e.grpcDir, logger)
 	srv, err := server.New(sopts...)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
@@ -142,7 +141,7 @@ func newExecEnv(t T, o Options, argv []string, xo executorOptions) (*execEnv, er
 	if err := os.Mkdir(e.pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(e.serverOptions()...)
+	srv, err := server.New(ServerOptions(e.o, e.pluginDir, slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))...)
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +167,15 @@ func newExecEnv(t T, o Options, argv []string, xo executorOptions) (*execEnv, er
 	return e, nil
 }
 
-func (e *execEnv) serverOptions() []server.Option {
-	o := e.o
+// ServerOptions are the options of a server set up as o says: plugin
+// sockets in pluginDir, plugins dialed over unix sockets, log to logger,
+// the runtime and node of the scenarios, and o's validator, timeouts,
+// plugin policy and metrics.
+func ServerOptions(o Options, pluginDir string, logger *slog.Logger) []server.Option {
 	opts := []server.Option{
-		server.WithPluginSocketDir(e.pluginDir),
+		server.WithPluginSocketDir(pluginDir),
 		server.WithDialer(transport.NewDialer()),
-		server.WithLogger(slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		server.WithLogger(logger),
 		server.WithRuntime(o.RuntimeName, o.RuntimeVersion),
 		server.WithNodeName("conformance-node"),
 		server.WithValidator(o.Validator),
@@ -191,7 +193,7 @@ func (e *execEnv) serverOptions() []server.Option {
 		opts = append(opts, server.WithPluginPolicy(func(_, full string) *server.PluginPolicy { return o.PluginPolicy(full) }))
 	}
 	if o.Metrics != nil {
-		opts = append(opts, server.WithMetrics(execMetrics{o.Metrics}))
+		opts = append(opts, server.WithMetrics(serverMetrics{o.Metrics}))
 	}
 	return opts
 }
@@ -294,35 +296,7 @@ func (e *execEnv) TryStartPlugin(t T, spec *PluginSpec) (Plugin, error) {
 // driver returns the scenario's plugin as a testplugin (never started: its
 // Service is served on the driver socket) logging into the env's log.
 func (e *execEnv) driver(spec *PluginSpec) *testplugin.Plugin {
-	tp := &testplugin.Plugin{
-		Name:              spec.Name,
-		Index:             spec.Index,
-		Events:            spec.Mask(),
-		FailurePolicy:     spec.FailurePolicy,
-		Capabilities:      spec.Capabilities,
-		Timeouts:          spec.Timeouts,
-		Log:               testplugin.NewLog(),
-		OnCreateContainer: spec.OnCreateContainer,
-		OnUpdateContainer: spec.OnUpdateContainer,
-		OnStopContainer:   spec.OnStopContainer,
-		OnSynchronize:     spec.OnSynchronize,
-		OnValidate:        spec.OnValidate,
-	}
-	full := spec.Full()
-	tp.Handle = func(ctx context.Context, method string, req proto.Message) error {
-		id := ""
-		if md, ok := metadata.FromIncomingContext(ctx); ok {
-			if v := md.Get(nri.MetadataInstanceID); len(v) > 0 {
-				id = v[0]
-			}
-		}
-		e.calls.Add(Call{Plugin: full, Method: method, InstanceID: id, Req: req})
-		if spec.Handle != nil {
-			return spec.Handle(ctx, method, req)
-		}
-		return nil
-	}
-	return tp
+	return NewTestPlugin(spec, e.calls)
 }
 
 // interceptRegistration watches RegisterPlugin: it ties a registration to
@@ -710,10 +684,10 @@ func (b *lineBuffer) String() string {
 	return b.buf.String()
 }
 
-// execMetrics adapts the scenarios' Metrics to the server's.
-type execMetrics struct{ Metrics }
+// serverMetrics adapts the scenarios' Metrics to the server's.
+type serverMetrics struct{ Metrics }
 
-func (execMetrics) CutWait(string, time.Duration)                               {}
-func (execMetrics) Plugins(int)                                                 {}
-func (execMetrics) FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome) {}
-func (execMetrics) Deprecation(string, string)                                  {}
+func (serverMetrics) CutWait(string, time.Duration)                               {}
+func (serverMetrics) Plugins(int)                                                 {}
+func (serverMetrics) FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome) {}
+func (serverMetrics) Deprecation(string, string)                                  {}

@@ -10,18 +10,13 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
-	"github.com/nri-grpc/nri-grpc/internal/testplugin"
-	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
-	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // base is what both gRPC setups share: a real server on a unix socket
@@ -74,29 +69,7 @@ func newBase(t conformance.T, o conformance.Options) (*base, error) {
 	if err := os.Mkdir(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	opts := []server.Option{
-		server.WithPluginSocketDir(pluginDir),
-		server.WithDialer(transport.NewDialer()),
-		server.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-		server.WithRuntime(o.RuntimeName, o.RuntimeVersion),
-		server.WithNodeName("conformance-node"),
-		server.WithValidator(o.Validator),
-	}
-	if o.RequestTimeout != 0 {
-		opts = append(opts, server.WithRequestTimeout(o.RequestTimeout))
-	}
-	if o.RegistrationTimeout != 0 {
-		opts = append(opts, server.WithRegistrationTimeout(o.RegistrationTimeout))
-	}
-	if o.MaxTimeout != 0 {
-		opts = append(opts, server.WithMaxTimeout(o.MaxTimeout))
-	}
-	if o.PluginPolicy != nil {
-		opts = append(opts, server.WithPluginPolicy(func(_, full string) *server.PluginPolicy { return o.PluginPolicy(full) }))
-	}
-	if o.Metrics != nil {
-		opts = append(opts, server.WithMetrics(metrics{o.Metrics}))
-	}
+	opts := conformance.ServerOptions(o, pluginDir, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	srv, err := server.New(opts...)
 	if err != nil {
 		return nil, err
@@ -151,71 +124,11 @@ func (b *base) StartPlugin(t conformance.T, spec *conformance.PluginSpec) confor
 }
 
 func (b *base) TryStartPlugin(t conformance.T, spec *conformance.PluginSpec) (conformance.Plugin, error) {
-	tp := &testplugin.Plugin{
-		Name:              spec.Name,
-		Index:             spec.Index,
-		Events:            spec.Mask(),
-		FailurePolicy:     spec.FailurePolicy,
-		Capabilities:      spec.Capabilities,
-		Timeouts:          spec.Timeouts,
-		Status:            spec.Status,
-		StatusReason:      spec.StatusReason,
-		Selectors:         spec.Selectors,
-		Log:               testplugin.NewLog(),
-		OnCreateContainer: spec.OnCreateContainer,
-		OnUpdateContainer: spec.OnUpdateContainer,
-		OnStopContainer:   spec.OnStopContainer,
-		OnSynchronize:     spec.OnSynchronize,
-		OnValidate:        spec.OnValidate,
-	}
-	full := spec.Full()
-	tp.Handle = func(ctx context.Context, method string, req proto.Message) error {
-		id := ""
-		if md, ok := metadata.FromIncomingContext(ctx); ok {
-			if v := md.Get(nri.MetadataInstanceID); len(v) > 0 {
-				id = v[0]
-			}
-		}
-		b.calls.Add(conformance.Call{Plugin: full, Method: method, InstanceID: id, Req: req})
-		if spec.Handle != nil {
-			return spec.Handle(ctx, method, req)
-		}
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), conformance.Wait)
-	defer cancel()
-	_, err := tp.Start(ctx, b.sock, b.pluginDir)
-	t.Cleanup(tp.Stop)
+	p, err := conformance.StartTestPlugin(t, spec, b.calls, b.sock, b.pluginDir)
 	if err != nil {
 		return nil, err
 	}
-	p := &plugin{tp: tp, done: make(chan struct{})}
-	go func() {
-		p.end = <-tp.SessionEnded()
-		close(p.done)
-	}()
 	return p, nil
-}
-
-// plugin adapts a testplugin.Plugin.
-type plugin struct {
-	tp   *testplugin.Plugin
-	done chan struct{}
-	end  error // why the session ended; set before done is closed
-}
-
-func (p *plugin) Full() string                             { return p.tp.Full() }
-func (p *plugin) InstanceID() string                       { return p.tp.InstanceID() }
-func (p *plugin) Stop()                                    { p.tp.Stop() }
-func (p *plugin) Done() <-chan struct{}                    { return p.done }
-func (p *plugin) Shutdowns() []*nriv1beta1.ShutdownRequest { return p.tp.Shutdowns() }
-func (p *plugin) UpdateContainers(ctx context.Context, updates []*nriv1beta1.ContainerUpdate,
-	evictions []*nriv1beta1.ContainerEviction) ([]*nriv1beta1.ContainerUpdate, []*nriv1beta1.ContainerEviction, error) {
-	rsp, err := p.tp.UpdateContainers(ctx, &nriv1beta1.UpdateContainersRequest{Update: updates, Evict: evictions})
-	if err != nil {
-		return nil, nil, err
-	}
-	return rsp.GetFailed(), rsp.GetFailedEvictions(), nil
 }
 
 // waitAttached waits until the server uses an attached runtime's state.
@@ -227,11 +140,3 @@ func (b *base) waitAttached(t conformance.T) {
 		t.Fatal("the runtime did not attach")
 	}
 }
-
-// metrics adapts the scenarios' Metrics to the server's.
-type metrics struct{ conformance.Metrics }
-
-func (metrics) CutWait(string, time.Duration)                               {}
-func (metrics) Plugins(int)                                                 {}
-func (metrics) FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome) {}
-func (metrics) Deprecation(string, string)                                  {}

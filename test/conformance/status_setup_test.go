@@ -1,7 +1,6 @@
 package conformance_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,18 +13,6 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
 )
-
-// The gRPC plugins of the gRPC setups report their status and ask for
-// resyncs (conformance.StatusReporter).
-var _ conformance.StatusReporter = (*plugin)(nil)
-
-func (p *plugin) SetStatus(ctx context.Context, st nriv1beta1.PluginStatus, reason string) error {
-	return p.tp.SetStatus(ctx, st, reason)
-}
-
-func (p *plugin) RequestResync(ctx context.Context, reason string) (uint64, error) {
-	return p.tp.RequestResync(ctx, reason)
-}
 
 // grpcBridged is the path of gRPC plugins behind the bridge: classic NRI's
 // runtime (pkg/adaptation) → the bridge's runtime side → nri-grpc's server
