@@ -163,12 +163,18 @@ func (a *adaptationService) Attach(stream grpc.BidiStreamingServer[nriv1beta1.At
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- rt.receive() }()
 
+	// The runtime keeps sending events while its snapshot is on its way:
+	// what they change from now on is applied on top of the snapshot
+	// (attach.go), never erased by it.
 	ctx := stream.Context()
+	j := a.s.beginAttach()
 	pods, ctrs, err := rt.snapshot(ctx)
 	if err != nil {
+		a.s.abortAttach(j)
 		return err
 	}
-	if err := a.s.SetRuntime(ctx, RuntimeInfo{Name: hello.GetRuntimeName(), Version: hello.GetRuntimeVersion()}, rt, pods, ctrs); err != nil {
+	pe, ce := encodeAll(pods, ctrs)
+	if err := a.s.attachJournaled(ctx, RuntimeInfo{Name: hello.GetRuntimeName(), Version: hello.GetRuntimeVersion()}, rt, pe, ce, j); err != nil {
 		return err
 	}
 	select {

@@ -137,6 +137,7 @@ func (d *delivery[Req, Rsp]) deliver(ctx context.Context, i int, sl *slot) error
 	start := time.Now()
 	rsp, err := call(ctx, p, d.ev.rpc, a.timeout, d.req, raw)
 	took := time.Since(start)
+	d.fl.markCalled(p, d.ev.eventInfo)
 	pc := recordCall(d.fl.rec, p, took)
 	if err != nil {
 		return d.failed(ctx, p, a.cut, took, pc, err)
@@ -181,7 +182,7 @@ func (d *delivery[Req, Rsp]) allot(i int, inst *plugin) (a allotment, ok bool, e
 // time (skipped; err fails the event when it is required).
 func (d *delivery[Req, Rsp]) await(ctx context.Context, sl *slot, inst *plugin, a *allotment) (*plugin, error) {
 	deadline := time.Now().Add(a.timeout)
-	p, ready, waited := sl.target(ctx, d.ev.mask(), d.fl, deadline)
+	p, ready, waited := sl.target(ctx, d.ev.eventInfo, d.fl, deadline)
 	if p != nil {
 		if waited {
 			a.timeout, a.cut = time.Until(deadline), true
@@ -372,6 +373,11 @@ func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSa
 	defer unlock()
 	fl.rec = s.records.begin(ev.event, pod, ctr)
 	err := run(fl)
+	if len(fl.marks) > 0 {
+		// Under the pod's lock still: a catch-up it starts comes before
+		// the pod's next event.
+		s.landed(fl, ev, err == nil || !ev.creating)
+	}
 	s.records.end(fl.rec, err)
 	return err
 }

@@ -7,7 +7,7 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 )
 
-// flights orders events against registration cuts and runtime attaches.
+// flights orders events against registration cuts.
 //
 // Every event begins in the generation current when it starts and takes the
 // dispatch order of that moment. A registration cut inserts the new plugin
@@ -19,16 +19,14 @@ import (
 // their timeout for it. So an event that hangs in a plugin holds up the
 // registration that waits for it, not every other pod's events.
 //
-// A runtime attach is exclusive: it waits for every event in flight and
-// holds new ones back while it replaces the state (attaches are rare: a
-// runtime start or restart).
+// A runtime attach is not ordered here: it waits for no event and holds
+// none back (attach.go).
 type flights struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	gen     uint64
 	active  map[uint64]int // events in flight by generation
 	cutting int            // cuts waiting for earlier events
-	excl    bool           // an attach holds every event back
 }
 
 // flight is one event in flight: the dispatch order and generation it
@@ -46,6 +44,9 @@ type flight struct {
 	// notReady lists the plugins this event did not call because they were
 	// NOT_READY (status.go); the validators' list of plugins leaves them out.
 	notReady []string
+	// marks are left for plugins that may miss the event's change
+	// (missed.go).
+	marks []mark
 }
 
 func (f *flights) init() {
@@ -58,9 +59,6 @@ func (f *flights) init() {
 func (f *flights) begin(order *atomic.Pointer[[]*slot]) *flight {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for f.excl {
-		f.cond.Wait()
-	}
 	f.active[f.gen]++
 	return &flight{gen: f.gen, order: *order.Load()}
 }
@@ -82,9 +80,6 @@ func (f *flights) end(fl *flight) {
 func (f *flights) cut(insert func(gen uint64) error, snapshot func()) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for f.excl {
-		f.cond.Wait()
-	}
 	if err := insert(f.gen + 1); err != nil {
 		return err
 	}
@@ -107,25 +102,4 @@ func (f *flights) inFlightUpTo(gen uint64) bool {
 		}
 	}
 	return false
-}
-
-// exclusive runs fn with no event in flight and none beginning, and no cut
-// waiting.
-func (f *flights) exclusive(fn func()) {
-	f.mu.Lock()
-	for f.excl || f.cutting > 0 {
-		f.cond.Wait()
-	}
-	f.excl = true
-	for len(f.active) > 0 {
-		f.cond.Wait()
-	}
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		f.excl = false
-		f.cond.Broadcast()
-		f.mu.Unlock()
-	}()
-	fn()
 }

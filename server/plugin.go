@@ -29,6 +29,9 @@ type gate struct {
 	// that began before a requested resync's cut (status.go) are not held
 	// by it (the cut waits for them before the plugin is synchronized).
 	from uint64
+	// timedOut is set when an event's wait for the gate timed out: later
+	// events go on without waiting until the next gate (missed.go).
+	timedOut atomic.Bool
 }
 
 func newGate() *gate { return &gate{ch: make(chan struct{})} }
@@ -82,7 +85,14 @@ type plugin struct {
 		// What vanished in those attaches, for plugins without resync.
 		gonePods []*nriv1beta1.PodSandbox
 		goneCtrs []*nriv1beta1.Container
+		// Events it missed while synchronizing (missed.go): a plugin with
+		// resync is synchronized again; one without is told the events.
+		missedResync  bool
+		missed        []missedEvent
+		missedDropped int
 	}
+	// syncSeq counts its synchronization snapshots (missed.go).
+	syncSeq atomic.Uint64
 
 	sem   chan struct{} // one slot per allowed concurrent call
 	ready atomic.Pointer[gate]
@@ -161,6 +171,12 @@ func (p *plugin) wait(ctx context.Context, gen uint64, deadline time.Time) (ok, 
 		return g.ok && !p.isClosed(), false
 	default:
 	}
+	if g.timedOut.Load() {
+		// An earlier event waited for it in vain: it is not waited for
+		// again until it is synchronized (the events it misses are told
+		// to it then, missed.go).
+		return false, false
+	}
 	start := time.Now()
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
@@ -170,6 +186,10 @@ func (p *plugin) wait(ctx context.Context, gen uint64, deadline time.Time) (ok, 
 		return g.ok && !p.isClosed(), true
 	case <-ctx.Done():
 	case <-t.C:
+		if !g.timedOut.Swap(true) {
+			p.s.log.Warn("plugin not synchronized within an event's time for it; events go on without waiting for it until it is, and it is told them then",
+				"plugin", p.full, "waited", time.Since(start).Round(time.Millisecond))
+		}
 	case <-p.closed:
 	}
 	return false, true

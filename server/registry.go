@@ -118,7 +118,8 @@ func (sl *slot) registered() *plugin {
 // plugin).
 // waited reports that the event had to wait (the call has less time left
 // than the plugin's timeout).
-func (sl *slot) target(ctx context.Context, mask uint32, fl *flight, deadline time.Time) (p *plugin, ready, waited bool) {
+func (sl *slot) target(ctx context.Context, ev *eventInfo, fl *flight, deadline time.Time) (p *plugin, ready, waited bool) {
+	mask := ev.mask()
 	cur, pend := sl.instances(fl.gen)
 	subscribed := false
 	for _, inst := range []*plugin{pend, cur} {
@@ -134,6 +135,9 @@ func (sl *slot) target(ctx context.Context, mask uint32, fl *flight, deadline ti
 		// is absent, not late.
 		if done, ok := inst.ready.Load().settled(); !inst.retiring.Load() && !inst.isClosed() && !(done && !ok) {
 			subscribed = true
+			if ctx.Err() == nil {
+				fl.markSkipped(inst, ev) // it misses the event (missed.go)
+			}
 		}
 	}
 	return nil, !subscribed, waited
@@ -252,6 +256,7 @@ func (s *Server) register(ctx context.Context, reg Registration, c *conn) (*plug
 	// Synchronizing from its cut on: an attach meanwhile marks it to catch
 	// up (beginResync). Set before the plugin is visible to anyone.
 	p.catchUp.syncing = true
+	p.awaitSnapshot()
 	s.initStatus(p, reg) // status, its policy and epochs (status.go)
 	p.setState(nriv1beta1.PluginState_PLUGIN_STATE_CONFIGURING)
 	if err := s.grant(p, reg); err != nil {
@@ -469,7 +474,10 @@ func (s *Server) admit(p *plugin) (encodedState, error) {
 		sl.pending = p
 		sl.mu.Unlock()
 		return nil
-	}, func() { snap = s.state.encoded() })
+	}, func() {
+		p.tookSnapshot()
+		snap = s.state.encoded()
+	})
 	if err != nil {
 		return encodedState{}, err
 	}

@@ -43,13 +43,14 @@ type Server struct {
 	opts options
 	log  *slog.Logger
 
-	// flights orders events against registration cuts and runtime
-	// attaches (flights.go).
+	// flights orders events against registration cuts (flights.go).
 	flights flights
-	pods    podLocks
+	// attachMu makes runtime attaches take effect one at a time (attach.go).
+	attachMu sync.Mutex
+	pods     podLocks
 	// syncMu guards every plugin's catchUp: whether it is synchronizing and
-	// what attaches it must still catch up on. Taken inside an attach's
-	// exclusive section, before mu.
+	// what attaches and missed events it must still catch up on. Taken
+	// before mu.
 	syncMu sync.Mutex
 
 	state     *state
@@ -153,15 +154,8 @@ func New(opts ...Option) (*Server, error) {
 // objects are encoded once, here; the server keeps their encodings, not
 // the objects.
 func (s *Server) SetRuntime(ctx context.Context, info RuntimeInfo, rt Runtime, pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) error {
-	pe := make([]podEntry, len(pods))
-	for i, p := range pods {
-		pe[i] = encodePod(p)
-	}
-	ce := make([]ctrEntry, len(ctrs))
-	for i, c := range ctrs {
-		ce[i] = encodeContainer(c)
-	}
-	return s.attach(ctx, info, rt, pe, ce)
+	pe, ce := encodeAll(pods, ctrs)
+	return s.attach(ctx, info, rt, pe, ce, nil)
 }
 
 // SetRuntimeEncoded is SetRuntime for a caller that holds the pods' and
@@ -178,7 +172,7 @@ func (s *Server) SetRuntimeEncoded(ctx context.Context, info RuntimeInfo, rt Run
 	if err != nil {
 		return err
 	}
-	return s.attach(ctx, info, rt, pe, ce)
+	return s.attach(ctx, info, rt, pe, ce, nil)
 }
 
 // checkEncoded indexes and checks the encodings a runtime attached with.
@@ -231,37 +225,6 @@ func checkWhole(raw []byte, limit int, md protoreflect.MessageDescriptor) error 
 		return fmt.Errorf("%d bytes, over the maximum message size of %d", len(raw), limit)
 	}
 	return checkWire(raw, md, 0)
-}
-
-// attach replaces the state with pods and ctrs and resynchronizes every
-// registered plugin.
-func (s *Server) attach(_ context.Context, info RuntimeInfo, rt Runtime, pods []podEntry, ctrs []ctrEntry) error {
-	var (
-		epoch  uint64
-		resync []*plugin
-	)
-	s.flights.exclusive(func() {
-		s.mu.Lock()
-		s.epoch++
-		epoch = s.epoch
-		s.rt, s.rtInfo = rt, info
-		select {
-		case <-s.attached:
-		default:
-			close(s.attached)
-		}
-		s.mu.Unlock()
-		gonePods, goneCtrs := s.state.replace(pods, ctrs)
-		// Every registered plugin learns the new state, on the first attach
-		// too: plugins that registered before any runtime attached were
-		// synchronized with an empty state.
-		resync = s.beginResync(gonePods, goneCtrs)
-	})
-	s.log.Info("runtime attached", "runtime", info.Name, "version", info.Version, "pods", len(pods), "containers", len(ctrs), "epoch", epoch)
-	for _, p := range resync {
-		go s.resync(p)
-	}
-	return nil
 }
 
 // DetachRuntime records that the runtime went away; the server keeps its

@@ -32,6 +32,90 @@ type state struct {
 	mu   sync.RWMutex
 	pods map[string]podEntry
 	ctrs map[string]ctrEntry
+	// journals are the open attaches' journals: every change is also
+	// logged in each (attach.go).
+	journals []*journal
+}
+
+// maxJournal bounds the changes one attach's journal keeps: an attach
+// whose snapshot takes longer than that many state changes fails.
+const maxJournal = 1 << 16
+
+// journal is what changed in the state since an attach began: the changes
+// that its runtime's snapshot, taken after that moment, may predate. The
+// attach applies them again on top of the snapshot (replaceJournaled),
+// so that no event that arrived meanwhile is erased.
+type journal struct {
+	ops  []journalOp
+	over bool // more than maxJournal changes
+}
+
+// journalOp is one change: an entry stored, or an id deleted.
+type journalOp struct {
+	pod    *podEntry
+	ctr    *ctrEntry
+	delPod string
+	delCtr string
+}
+
+// startJournal begins logging every change of the state for an attach.
+func (s *state) startJournal() *journal {
+	j := &journal{}
+	s.mu.Lock()
+	s.journals = append(s.journals, j)
+	s.mu.Unlock()
+	return j
+}
+
+// stopJournal ends j (a no-op once replaceJournaled took it).
+func (s *state) stopJournal(j *journal) {
+	s.mu.Lock()
+	s.dropJournalLocked(j)
+	s.mu.Unlock()
+}
+
+func (s *state) dropJournalLocked(j *journal) {
+	s.journals = slices.DeleteFunc(s.journals, func(o *journal) bool { return o == j })
+}
+
+// logLocked records op in every open journal.
+func (s *state) logLocked(op journalOp) {
+	for _, j := range s.journals {
+		if len(j.ops) >= maxJournal {
+			j.over = true
+			continue
+		}
+		j.ops = append(j.ops, op)
+	}
+}
+
+// putPodLocked stores e and logs it.
+func (s *state) putPodLocked(e podEntry) {
+	s.pods[e.id] = e
+	if len(s.journals) > 0 {
+		s.logLocked(journalOp{pod: &e})
+	}
+}
+
+// putCtrLocked stores e, never in an earlier state than the one stored
+// (see recordContainer), and logs it.
+func (s *state) putCtrLocked(e ctrEntry) {
+	e = keepLater(s.ctrs, e)
+	s.ctrs[e.id] = e
+	if len(s.journals) > 0 {
+		s.logLocked(journalOp{ctr: &e})
+	}
+}
+
+// keepLater returns e, or e in the state of the entry of the same id in
+// ctrs when that state is later along a container's life.
+func keepLater(ctrs map[string]ctrEntry, e ctrEntry) ctrEntry {
+	if cur, ok := ctrs[e.id]; ok && stateRank(cur.st) > stateRank(e.st) && e.raw != nil {
+		if ne, err := indexContainer(withState(e.raw, cur.st)); err == nil {
+			return ne
+		}
+	}
+	return e
 }
 
 // podEntry is a stored pod: its encoding and its id, which aliases the
@@ -141,8 +225,16 @@ func encodeContainer(c *nriv1beta1.Container) ctrEntry {
 	return e
 }
 
-// replace swaps in a new state and returns what vanished, decoded.
-func (s *state) replace(pods []podEntry, ctrs []ctrEntry) (gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) {
+// errJournalFull fails an attach whose snapshot took longer than
+// maxJournal changes of the state.
+var errJournalFull = errors.New("more state changes arrived while the runtime's snapshot was taken than an attach keeps")
+
+// replaceJournaled swaps in a new state, the runtime's snapshot with every
+// change logged in j since the attach began applied again on top of it
+// (events the snapshot may predate: a pod created while its pages were on
+// their way stays; a container removed meanwhile is gone), ends j, and
+// returns what vanished, decoded. j nil: the snapshot alone.
+func (s *state) replaceJournaled(pods []podEntry, ctrs []ctrEntry, j *journal) (gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container, err error) {
 	np := make(map[string]podEntry, len(pods))
 	for _, p := range pods {
 		np[p.id] = p
@@ -152,6 +244,26 @@ func (s *state) replace(pods []podEntry, ctrs []ctrEntry) (gonePods []*nriv1beta
 		nc[c.id] = c
 	}
 	s.mu.Lock()
+	if j != nil {
+		s.dropJournalLocked(j)
+		if j.over {
+			s.mu.Unlock()
+			return nil, nil, errJournalFull
+		}
+		for _, op := range j.ops {
+			switch {
+			case op.pod != nil:
+				np[op.pod.id] = *op.pod
+			case op.ctr != nil:
+				e := keepLater(nc, *op.ctr)
+				nc[e.id] = e
+			case op.delPod != "":
+				delete(np, op.delPod)
+			case op.delCtr != "":
+				delete(nc, op.delCtr)
+			}
+		}
+	}
 	old := s.encodedLocked()
 	s.pods, s.ctrs = np, nc
 	s.mu.Unlock()
@@ -165,13 +277,19 @@ func (s *state) replace(pods []podEntry, ctrs []ctrEntry) (gonePods []*nriv1beta
 			goneCtrs = append(goneCtrs, c.decode())
 		}
 	}
+	return gonePods, goneCtrs, nil
+}
+
+// replace swaps in a new state and returns what vanished, decoded.
+func (s *state) replace(pods []podEntry, ctrs []ctrEntry) (gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv1beta1.Container) {
+	gonePods, goneCtrs, _ = s.replaceJournaled(pods, ctrs, nil)
 	return gonePods, goneCtrs
 }
 
 func (s *state) setPod(p *nriv1beta1.PodSandbox) {
 	e := encodePod(p)
 	s.mu.Lock()
-	s.pods[e.id] = e
+	s.putPodLocked(e)
 	s.mu.Unlock()
 }
 
@@ -189,6 +307,9 @@ func (s *state) pod(id string) *nriv1beta1.PodSandbox {
 func (s *state) deletePod(id string) {
 	s.mu.Lock()
 	delete(s.pods, id)
+	if len(s.journals) > 0 {
+		s.logLocked(journalOp{delPod: id})
+	}
 	s.mu.Unlock()
 }
 
@@ -201,9 +322,9 @@ func (s *state) deletePod(id string) {
 // later must get it in Synchronize as it is now. c itself is not modified:
 // plugins may still hold it.
 func (s *state) recordContainer(c *nriv1beta1.Container, implied nriv1beta1.ContainerState) {
-	// Events of a container are ordered (the pod's lock) and attaches run
-	// with no event in flight: the state read here is the one the event
-	// replaces. It is checked again under the write lock all the same.
+	// Events of a container are ordered (the pod's lock): the state read
+	// here is the one the event replaces, unless an attach replaced the
+	// state meanwhile; it is checked again under the write lock.
 	s.mu.RLock()
 	old, known := s.ctrs[c.GetId()]
 	s.mu.RUnlock()
@@ -217,12 +338,7 @@ func (s *state) recordContainer(c *nriv1beta1.Container, implied nriv1beta1.Cont
 	e := encodeContainerAs(c, st)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.ctrs[e.id]; ok && stateRank(cur.st) > stateRank(e.st) && e.raw != nil {
-		if ne, err := indexContainer(withState(e.raw, cur.st)); err == nil {
-			e = ne
-		}
-	}
-	s.ctrs[e.id] = e
+	s.putCtrLocked(e)
 }
 
 // encodeContainerAs stores c in state st without modifying c: encoded once,
@@ -311,6 +427,9 @@ func (s *state) containerPod(id string) (string, bool) {
 func (s *state) deleteContainer(id string) {
 	s.mu.Lock()
 	delete(s.ctrs, id)
+	if len(s.journals) > 0 {
+		s.logLocked(journalOp{delCtr: id})
+	}
 	s.mu.Unlock()
 }
 
@@ -330,7 +449,7 @@ func (s *state) applyUpdates(updates []*nriv1beta1.ContainerUpdate) {
 			c.Linux = &nriv1beta1.LinuxContainer{}
 		}
 		c.Linux.Resources = overlayResources(c.Linux.Resources, res)
-		s.ctrs[old.id] = encodeContainer(c)
+		s.putCtrLocked(encodeContainer(c))
 	}
 }
 

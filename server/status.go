@@ -529,6 +529,7 @@ func (s *Server) serveResync(p *plugin, delay time.Duration) {
 		// events wait; nrid's restart roster and event holds count READY
 		// plugins and must not lose one that merely asked for its state.
 		p.catchUp.syncing = true
+		p.awaitSnapshot()
 		rs.lastStart = time.Now()
 		p.ready.Store(&gate{ch: make(chan struct{}), from: gen})
 		return nil

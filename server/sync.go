@@ -168,8 +168,8 @@ func (s *Server) synchronize(ctx context.Context, p *plugin, st encodedState,
 }
 
 // beginResync starts resynchronizing every plugin to a new runtime state,
-// inside the attach's exclusive section (no event in flight, no cut under
-// way), so that events wait until each has caught up.
+// once the attach's state took effect (attach.go), so that events wait
+// until each has caught up (once: plugin.wait).
 // A ready plugin gets a closed gate and is returned, to be resynchronized by
 // the caller. A plugin that is synchronizing already (a registrant after its
 // cut, or a plugin still resynchronizing to an earlier attach) is marked to
@@ -196,6 +196,9 @@ func (s *Server) beginResync(gonePods []*nriv1beta1.PodSandbox, goneCtrs []*nriv
 			if p == sl.current && p.state() == nriv1beta1.PluginState_PLUGIN_STATE_READY {
 				p.catchUp.syncing = true
 				p.catchUp.gonePods, p.catchUp.goneCtrs = gonePods, goneCtrs
+				if p.caps.GetResync() {
+					p.awaitSnapshot()
+				}
 				p.setState(nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING)
 				p.ready.Store(newGate())
 				out = append(out, p)
@@ -214,6 +217,10 @@ type catchUpWork struct {
 	goneCtrs  []*nriv1beta1.Container
 	attached  bool
 	requested bool
+	// Events it missed meanwhile (missed.go).
+	missedResync  bool
+	missed        []missedEvent
+	missedDropped int
 }
 
 // takeCatchUp returns what a synchronizing plugin must still catch up on
@@ -223,14 +230,19 @@ func (s *Server) takeCatchUp(p *plugin, done func()) (w catchUpWork, ok bool) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	requested := p.status.resync.requested && !s.deferResyncLocked(p)
-	if !p.catchUp.again && !requested {
-		p.catchUp.syncing = false
+	cu := &p.catchUp
+	if !cu.again && !requested && !cu.missedResync && len(cu.missed) == 0 && cu.missedDropped == 0 {
+		cu.syncing = false
 		done()
 		return catchUpWork{}, false
 	}
-	w = catchUpWork{gonePods: p.catchUp.gonePods, goneCtrs: p.catchUp.goneCtrs,
-		attached: p.catchUp.again, requested: requested}
-	p.catchUp.again, p.catchUp.gonePods, p.catchUp.goneCtrs = false, nil, nil
+	w = catchUpWork{gonePods: cu.gonePods, goneCtrs: cu.goneCtrs, attached: cu.again, requested: requested,
+		missedResync: cu.missedResync, missed: cu.missed, missedDropped: cu.missedDropped}
+	if w.missedResync {
+		p.awaitSnapshot()
+	}
+	cu.again, cu.gonePods, cu.goneCtrs = false, nil, nil
+	cu.missedResync, cu.missed, cu.missedDropped = false, nil, 0
 	return w, true
 }
 
@@ -281,20 +293,33 @@ func (s *Server) resyncOnce(p *plugin, w catchUpWork) error {
 			if err := s.synthesizeTeardown(ctx, p, w.gonePods, w.goneCtrs); err != nil {
 				return err
 			}
-		} else if err := s.resyncWith(ctx, p, nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED); err != nil {
-			return err
+		} else {
+			if err := s.resyncWith(ctx, p, nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED); err != nil {
+				return err
+			}
+			w.missedResync = false // that state has what it missed
 		}
 	}
 	if w.requested && s.resyncPending(p) {
-		return s.resyncWith(ctx, p, nriv1beta1.SyncReason_SYNC_REASON_PLUGIN_REQUESTED)
+		if err := s.resyncWith(ctx, p, nriv1beta1.SyncReason_SYNC_REASON_PLUGIN_REQUESTED); err != nil {
+			return err
+		}
+		w.missedResync = false // that state has what it missed
 	}
-	return nil
+	if w.missedResync {
+		s.log.Info("synchronizing a plugin again with the events it missed while synchronizing", "plugin", p.full)
+		if err := s.resyncWith(ctx, p, nriv1beta1.SyncReason_SYNC_REASON_MISSED_EVENTS); err != nil {
+			return err
+		}
+	}
+	return s.replayMissed(ctx, p, w.missed, w.missedDropped)
 }
 
 // resyncWith sends p the current state in a Synchronize of the next epoch
 // (the one a pending resync request was promised, status.go).
 func (s *Server) resyncWith(ctx context.Context, p *plugin, reason nriv1beta1.SyncReason) error {
 	epoch := s.nextEpoch(p)
+	p.tookSnapshot()
 	updates, evictions, err := s.synchronize(ctx, p, s.state.encoded(), epoch, reason)
 	if err != nil {
 		return err

@@ -171,7 +171,7 @@ func (s *Server) callValidator(ctx context.Context, sl *slot, vreq *nriv1beta1.V
 	}
 	timeout := inst.timeouts.forEvent(evValidate.event)
 	deadline := time.Now().Add(timeout)
-	p, ready, _ := sl.target(ctx, evValidate.mask(), fl, deadline)
+	p, ready, _ := sl.target(ctx, evValidate.eventInfo, fl, deadline)
 	if p == nil && ready {
 		return validation{}, nil // gone meanwhile (evicted, closed)
 	}

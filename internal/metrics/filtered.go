@@ -12,7 +12,11 @@ func (m *Metrics) initFiltered() {
 		Namespace: Namespace, Subsystem: "plugin", Name: "filtered_events_total",
 		Help: "Events a plugin subscribed to but was not given because its event selectors exclude the pod or container, by plugin and event.",
 	}, []string{"plugin", "event"})
-	m.reg.MustRegister(m.filtered)
+	m.missed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "plugin", Name: "missed_events_total",
+		Help: "Events a plugin missed while it synchronized (they waited for it once, then went on without it), told to it once synchronized, by plugin and event.",
+	}, []string{"plugin", "event"})
+	m.reg.MustRegister(m.filtered, m.missed)
 }
 
 // Filtered counts one event plugin subscribed to but was not given because
@@ -26,4 +30,16 @@ func (m *Metrics) Filtered(plugin string, event nriv1beta1.Event) {
 		name = m.eventNames[ev]
 	}
 	m.filtered.WithLabelValues(m.lookup(plugin).label, name).Inc()
+}
+
+// MissedEvent counts one event plugin missed while it synchronized, told to
+// it once it is synchronized. It implements server.MissedMetrics; labels
+// are bounded as for Filtered.
+func (m *Metrics) MissedEvent(plugin string, event nriv1beta1.Event) {
+	ev := int(event)
+	name := enumLabel(event.String(), "EVENT_")
+	if ev >= 0 && ev < len(m.eventNames) {
+		name = m.eventNames[ev]
+	}
+	m.missed.WithLabelValues(m.lookup(plugin).label, name).Inc()
 }

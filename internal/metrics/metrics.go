@@ -123,6 +123,7 @@ type Metrics struct {
 	syncDuration *prometheus.HistogramVec
 	cutWait      *prometheus.HistogramVec
 	filtered     *prometheus.CounterVec // filtered.go
+	missed       *prometheus.CounterVec // filtered.go
 	st           statusMetrics          // plugin status (status.go)
 
 	// eventNames and outcomeNames are the label values by enum number.

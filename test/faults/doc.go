@@ -17,9 +17,9 @@
 // and leaving in a loop, and nrid restarted every 20 seconds, with a sample of
 // nrid's memory, goroutines and open files every 5 seconds.
 //
-// findings_test.go holds tests of problems found and not fixed yet: they
-// fail against the current nrid and run only with NRI_FAULTS_FINDINGS=1
-// (otherwise they are skipped, with the finding as the reason).
+// consistency_test.go holds the moments the set of pods or plugins changes
+// under nrid: a runtime attach behind a hung call, events during an
+// attach's snapshot, events a synchronizing plugin misses.
 //
 // TestMain builds ./cmd/nrid once into a temporary directory; NRID_BIN names
 // a binary to use instead.

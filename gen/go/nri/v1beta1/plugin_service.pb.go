@@ -39,6 +39,13 @@ const (
 	SyncReason_SYNC_REASON_RUNTIME_RECONNECTED SyncReason = 3
 	// The plugin asked for its state again (RuntimeService.RequestResync).
 	SyncReason_SYNC_REASON_PLUGIN_REQUESTED SyncReason = 4
+	// The plugin missed events while it synchronized: they waited for it
+	// once, as long as their share of the caller's budget allowed, then went
+	// on without it (or an event it had already seen changed the state only
+	// after its snapshot was taken). This Synchronize, sent right after the
+	// one the plugin missed them in and before any further event, carries
+	// the state with what they did.
+	SyncReason_SYNC_REASON_MISSED_EVENTS SyncReason = 5
 )
 
 // Enum value maps for SyncReason.
@@ -49,6 +56,7 @@ var (
 		2: "SYNC_REASON_RUNTIME_RESTARTED",
 		3: "SYNC_REASON_RUNTIME_RECONNECTED",
 		4: "SYNC_REASON_PLUGIN_REQUESTED",
+		5: "SYNC_REASON_MISSED_EVENTS",
 	}
 	SyncReason_value = map[string]int32{
 		"SYNC_REASON_UNSPECIFIED":         0,
@@ -56,6 +64,7 @@ var (
 		"SYNC_REASON_RUNTIME_RESTARTED":   2,
 		"SYNC_REASON_RUNTIME_RECONNECTED": 3,
 		"SYNC_REASON_PLUGIN_REQUESTED":    4,
+		"SYNC_REASON_MISSED_EVENTS":       5,
 	}
 )
 
@@ -2342,14 +2351,15 @@ const file_nri_v1beta1_plugin_service_proto_rawDesc = "" +
 	"\bTimeouts\x123\n" +
 	"\arequest\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\arequest\x121\n" +
 	"\x06events\x18\x02 \x03(\v2\x19.nri.v1beta1.EventTimeoutR\x06events\x12;\n" +
-	"\vsynchronize\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vsynchronize*\xb1\x01\n" +
+	"\vsynchronize\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vsynchronize*\xd0\x01\n" +
 	"\n" +
 	"SyncReason\x12\x1b\n" +
 	"\x17SYNC_REASON_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18SYNC_REASON_REGISTRATION\x10\x01\x12!\n" +
 	"\x1dSYNC_REASON_RUNTIME_RESTARTED\x10\x02\x12#\n" +
 	"\x1fSYNC_REASON_RUNTIME_RECONNECTED\x10\x03\x12 \n" +
-	"\x1cSYNC_REASON_PLUGIN_REQUESTED\x10\x04*\xae\x01\n" +
+	"\x1cSYNC_REASON_PLUGIN_REQUESTED\x10\x04\x12\x1d\n" +
+	"\x19SYNC_REASON_MISSED_EVENTS\x10\x05*\xae\x01\n" +
 	"\fShutdownKind\x12\x1d\n" +
 	"\x19SHUTDOWN_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dSHUTDOWN_KIND_SERVER_STOPPING\x10\x01\x12\x1a\n" +

@@ -18,6 +18,7 @@ class SyncReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SYNC_REASON_RUNTIME_RESTARTED: _ClassVar[SyncReason]
     SYNC_REASON_RUNTIME_RECONNECTED: _ClassVar[SyncReason]
     SYNC_REASON_PLUGIN_REQUESTED: _ClassVar[SyncReason]
+    SYNC_REASON_MISSED_EVENTS: _ClassVar[SyncReason]
 
 class ShutdownKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -31,6 +32,7 @@ SYNC_REASON_REGISTRATION: SyncReason
 SYNC_REASON_RUNTIME_RESTARTED: SyncReason
 SYNC_REASON_RUNTIME_RECONNECTED: SyncReason
 SYNC_REASON_PLUGIN_REQUESTED: SyncReason
+SYNC_REASON_MISSED_EVENTS: SyncReason
 SHUTDOWN_KIND_UNSPECIFIED: ShutdownKind
 SHUTDOWN_KIND_SERVER_STOPPING: ShutdownKind
 SHUTDOWN_KIND_REPLACED: ShutdownKind

@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -10,10 +9,6 @@ import (
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 )
-
-// findingsEnv is the variable that runs the tests of findings not fixed
-// yet: they fail against the current nrid.
-const findingsEnv = "NRI_FAULTS_FINDINGS"
 
 // TestHungCallDoesNotStallOtherPods: while a plugin hangs in pod A's
 // CreateContainer within its own 1-minute timeout (events of pod A wait for
@@ -28,17 +23,13 @@ const findingsEnv = "NRI_FAULTS_FINDINGS"
 // them. Events the registrant subscribes to still wait for it, within the
 // registrant's own timeout for them, and then go on without it.
 //
-// Attach: a finding, not fixed. An attach replaces the whole state, so it
-// still waits for every event in flight and holds new ones back meanwhile:
-// the node stalls until the hung call ends (up to max_timeout). Run with
-// NRI_FAULTS_FINDINGS=1.
+// Attach: an attach no longer waits for events in flight or holds new ones
+// back (server/attach.go): before, it replaced the state in an exclusive
+// step that waited for every event in flight, and the node stalled until
+// the hung call ended (up to max_timeout).
 func TestHungCallDoesNotStallOtherPods(t *testing.T) {
 	for _, what := range []string{"registration", "attach"} {
 		t.Run(what, func(t *testing.T) {
-			if what == "attach" && os.Getenv(findingsEnv) == "" {
-				t.Skip("finding, not fixed: a runtime attach during a hung plugin call stalls every pod's events until the call's timeout; " +
-					findingsEnv + "=1 runs it")
-			}
 			e := newEnv(t, defaultConfig())
 			inCall := make(chan struct{}, 1)
 			bad := e.badPlugin(createOnly)
@@ -117,16 +108,12 @@ func TestHungCallDoesNotStallOtherPods(t *testing.T) {
 // them. The pod must survive the attach: plugins must not be told that it
 // stopped and was removed while it runs.
 //
-// Today it does not: nrid applies the snapshot after the pod's
-// RunPodSandbox and replaces its state with it, so the pod vanishes and
-// plugins without resync get a synthesized StopPodSandbox and
-// RemovePodSandbox for it (plugins with resync get a Synchronize without
-// it). Run with NRI_FAULTS_FINDINGS=1.
+// Before the attach's journal (server/attach.go), nrid applied the
+// snapshot after the pod's RunPodSandbox and replaced its state with it,
+// so the pod vanished and plugins without resync got a synthesized
+// StopPodSandbox and RemovePodSandbox for it (plugins with resync a
+// Synchronize without it).
 func TestEventsDuringAttachSurviveItsSnapshot(t *testing.T) {
-	if os.Getenv(findingsEnv) == "" {
-		t.Skip("finding, not fixed: events a runtime sends while its attach snapshot is in flight are erased by the snapshot; " +
-			findingsEnv + "=1 runs it")
-	}
 	e := newEnv(t, defaultConfig())
 	stream, err := e.c.adapt.Attach(e.ctx())
 	if err != nil {

@@ -1,0 +1,174 @@
+package server_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/fixture"
+	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/server"
+)
+
+// cutWaits counts the server's CutWait observations per plugin, and the
+// missed events (server.MissedMetrics).
+type cutWaits struct {
+	mu     sync.Mutex
+	waits  map[string]int
+	missed map[string]int
+}
+
+func newCutWaits() *cutWaits { return &cutWaits{waits: map[string]int{}, missed: map[string]int{}} }
+
+func (m *cutWaits) PluginCall(string, nriv1beta1.Event, nriv1beta1.CallOutcome, time.Duration) {}
+func (m *cutWaits) Synchronized(string, int, int, time.Duration)                               {}
+func (m *cutWaits) Plugins(int)                                                                {}
+func (m *cutWaits) FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome)                {}
+func (m *cutWaits) Deprecation(string, string)                                                 {}
+func (m *cutWaits) CutWait(p string, _ time.Duration) {
+	m.mu.Lock()
+	m.waits[p]++
+	m.mu.Unlock()
+}
+func (m *cutWaits) MissedEvent(p string, _ nriv1beta1.Event) {
+	m.mu.Lock()
+	m.missed[p]++
+	m.mu.Unlock()
+}
+func (m *cutWaits) get(p string) (waits, missed int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.waits[p], m.missed[p]
+}
+
+// slowRegistrant starts registering a plugin whose first Synchronize
+// blocks until the returned release is called (then it succeeds), and
+// returns once it is blocked there, with a channel that yields the
+// registration's outcome.
+func slowRegistrant(t *testing.T, h *harness, idx, name string, set func(*testplugin.Plugin)) (release func(), registered <-chan error) {
+	t.Helper()
+	syncing := make(chan struct{})
+	rel := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(rel) }) }
+	t.Cleanup(release)
+	done := make(chan error, 1)
+	first := true
+	go func() {
+		_, err := h.tryPlugin(idx, name, func(p *testplugin.Plugin) {
+			p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(200 * time.Millisecond), Synchronize: durationpb.New(10 * time.Minute)}
+			// Every lifecycle event, not validation.
+			p.Events = nri.AllEvents &^ nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
+			if set != nil {
+				set(p)
+			}
+			p.OnSynchronize = func(ctx context.Context, _ *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+				if first {
+					first = false
+					close(syncing)
+					select {
+					case <-rel:
+					case <-ctx.Done():
+					}
+				}
+				return &nriv1beta1.SynchronizeResponse{}, nil
+			}
+		})
+		done <- err
+	}()
+	select {
+	case <-syncing:
+	case <-time.After(wait()):
+		t.Fatal("the registrant never reached Synchronize")
+	}
+	return release, done
+}
+
+// TestSynchronizingPluginWaitedForOnce: a registrant stuck in Synchronize
+// is waited for by the first event it takes, within its timeout for it;
+// every later event goes on without waiting until it is synchronized.
+// Before, every event waited its full timeout (13 waits for 13 events).
+func TestSynchronizingPluginWaitedForOnce(t *testing.T) {
+	m := newCutWaits()
+	h := newHarness(t, server.WithMetrics(m))
+	h.attach(nil, nil)
+	h.plugin("20", "healthy", nil)
+	slowRegistrant(t, h, "10", "slow", nil)
+	h.lifecycle(1)
+	if waits, missed := m.get("10-slow"); waits != 1 || missed != len(lifecycleEvents) {
+		t.Fatalf("events waited for the synchronizing plugin %d times and it missed %d events, want 1 wait and %d missed",
+			waits, missed, len(lifecycleEvents))
+	}
+	eq(t, "healthy's calls", h.log.Strings(lifecycleEvents...), prefixed("20-healthy", lifecycleEvents))
+}
+
+func prefixed(full string, methods []string) []string {
+	out := make([]string, len(methods))
+	for i, m := range methods {
+		out[i] = full + ":" + m
+	}
+	return out
+}
+
+// TestMissedEventsToldAfterSynchronize: what a plugin misses while it
+// synchronizes is told to it right after its Synchronize returns, before
+// any further event: a plugin with resync gets a second Synchronize
+// (reason SYNC_REASON_MISSED_EVENTS) with the pod and its container; a plugin without resync gets the events as notifications
+// (RunPodSandbox, PostCreateContainer for the CreateContainer it missed,
+// PostStartContainer for StartContainer), in their order.
+func TestMissedEventsToldAfterSynchronize(t *testing.T) {
+	for _, resync := range []bool{true, false} {
+		t.Run(map[bool]string{true: "resync", false: "no-resync"}[resync], func(t *testing.T) {
+			m := newCutWaits()
+			h := newHarness(t, server.WithMetrics(m))
+			h.attach(nil, nil)
+			release, registered := slowRegistrant(t, h, "10", "late", func(p *testplugin.Plugin) {
+				p.Capabilities = &nriv1beta1.Capabilities{Resync: resync}
+			})
+			ctx := h.ctx()
+			pod, ctr := fixture.Pod(1), fixture.Container(1, 0)
+			if err := h.srv.RunPodSandbox(ctx, &nriv1beta1.RunPodSandboxRequest{Pod: pod}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.srv.StartContainer(ctx, &nriv1beta1.StartContainerRequest{Pod: pod, Container: ctr}); err != nil {
+				t.Fatal(err)
+			}
+			release()
+			if err := <-registered; err != nil {
+				t.Fatal(err)
+			}
+			// One more event after the registration: it must come after
+			// what the plugin is told of the missed ones.
+			if _, err := h.srv.PostStartContainer(ctx, &nriv1beta1.PostStartContainerRequest{Pod: pod, Container: ctr}); err != nil {
+				t.Fatal(err)
+			}
+			if _, missed := m.get("10-late"); missed != 3 {
+				t.Errorf("missed events counted: %d, want 3", missed)
+			}
+			calls := h.log.Of("10-late")
+			var got []string
+			for _, c := range calls {
+				got = append(got, c.Method)
+			}
+			if resync {
+				eq(t, "calls", got, []string{"Configure", "Synchronize", "Synchronize", "PostStartContainer"})
+				s := calls[2].Req.(*nriv1beta1.SynchronizeRequest)
+				if s.GetReason() != nriv1beta1.SyncReason_SYNC_REASON_MISSED_EVENTS || s.GetEpoch() != 2 ||
+					len(s.GetPods()) != 1 || len(s.GetContainers()) != 1 || s.GetContainers()[0].GetId() != ctr.GetId() {
+					t.Fatalf("second Synchronize = epoch %d reason %v, %d pods, %d containers, want epoch 2, MISSED_EVENTS, the pod and its container",
+						s.GetEpoch(), s.GetReason(), len(s.GetPods()), len(s.GetContainers()))
+				}
+				return
+			}
+			eq(t, "calls", got, []string{"Configure", "Synchronize", "RunPodSandbox", "PostCreateContainer", "PostStartContainer", "PostStartContainer"})
+		})
+	}
+}
