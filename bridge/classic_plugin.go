@@ -124,7 +124,11 @@ func (cc *classicConn) Configure(ctx context.Context, req *nriv1beta1.ConfigureR
 // reason.
 func (cc *classicConn) Synchronize(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
 	alpha := &nriv1beta1.SynchronizeRequest{Pods: req.GetPods(), Containers: req.GetContainers(), More: req.GetMore()}
-	return call(ctx, cc, "Synchronize", alpha, &nriv1beta1.SynchronizeResponse{})
+	rsp, err := call(ctx, cc, "Synchronize", alpha, &nriv1beta1.SynchronizeResponse{})
+	if err == nil && !req.GetMore() && cc.synced != nil {
+		cc.syncOnce.Do(func() { close(cc.synced) })
+	}
+	return rsp, err
 }
 
 // Shutdown is forwarded as the classic, reason-less Shutdown.

@@ -180,6 +180,10 @@ type classicConn struct {
 
 	regC   chan *v1alpha1.RegisterPluginRequest
 	handle atomic.Pointer[server.Handle] // set once registered
+	// synced is closed once the plugin answered the last page of its first
+	// Synchronize, settled once its registration succeeded or failed.
+	synced, settled      chan struct{}
+	syncOnce, settleOnce sync.Once
 
 	mu          sync.Mutex
 	stateChange bool // the plugin only implements StateChange for the 9 notification events
@@ -212,7 +216,8 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 	}
 	defer func() { _ = tsrv.Close() }()
 	cc := &classicConn{ps: ps, mux: mux, client: client, identity: identity, slot: slot,
-		regC: make(chan *v1alpha1.RegisterPluginRequest, 1)}
+		regC: make(chan *v1alpha1.RegisterPluginRequest, 1), synced: make(chan struct{}), settled: make(chan struct{})}
+	defer cc.settle()
 	cc.serveRuntime(tsrv)
 	go func() { _ = tsrv.Serve(ctx, lis) }()
 	mux.(interface{ Unblock() }).Unblock()
@@ -255,6 +260,7 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 		return
 	}
 	cc.handle.Store(h)
+	cc.settle()
 	ps.mu.Lock()
 	ps.conns[cc] = struct{}{}
 	ps.mu.Unlock()
@@ -291,15 +297,33 @@ func (cc *classicConn) RegisterPlugin(_ context.Context, req *v1alpha1.RegisterP
 	return &v1alpha1.Empty{}, nil
 }
 
+// settle marks the end of the registration, however it ended.
+func (cc *classicConn) settle() { cc.settleOnce.Do(func() { close(cc.settled) }) }
+
 // updateContainers serves a classic plugin's unsolicited updates and
 // evictions; it returns the updates that failed.
 func (cc *classicConn) updateContainers(ctx context.Context, req *nriv1beta1.UpdateContainersRequest) ([]*nriv1beta1.ContainerUpdate, error) {
-	// Updates are accepted once the registration completed (after the
-	// plugin's Synchronize); waiting here could deadlock a plugin that sends
-	// updates from inside its Synchronize handler, so they are refused.
+	// Updates are accepted once the plugin's Synchronize returned; waiting
+	// before that could deadlock a plugin that sends updates from inside
+	// its Synchronize handler, so they are refused.
 	h := cc.handle.Load()
 	if h == nil {
-		return nil, status.Error(codes.FailedPrecondition, "the plugin is not registered yet: send updates after Synchronize returned")
+		select {
+		case <-cc.synced:
+		default:
+			return nil, status.Error(codes.FailedPrecondition, "the plugin is not registered yet: send updates after Synchronize returned")
+		}
+		// Its Synchronize returned and its registration is completing (a
+		// classic runtime takes updates from then on): wait for it, within
+		// the call's deadline.
+		select {
+		case <-cc.settled:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		if h = cc.handle.Load(); h == nil {
+			return nil, status.Error(codes.FailedPrecondition, "the plugin's registration failed")
+		}
 	}
 	failed, _, err := h.UpdateContainers(ctx, req.GetUpdate(), req.GetEvict())
 	return failed, err
