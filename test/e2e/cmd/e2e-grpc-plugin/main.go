@@ -14,7 +14,8 @@
 //	-not-ready REASON                           registers NOT_READY
 //	SIGUSR1                                     reports READY (logs "SetStatus", then "Status READY")
 //	SIGUSR2                                     asks for a resync (logs "RequestResync" with the epoch)
-//	-timeout EVENT=D                            asks for timeout D for EVENT (e.g. CreateContainer=20s)
+//	-timeout EVENT=D                            asks for timeout D for EVENT (e.g. CreateContainer=20s; Synchronize=D: the sync budget)
+//	-sync-marker FILE -sync-release FILE        the first Synchronize writes the marker, then blocks until the release file exists
 package main
 
 import (
@@ -65,6 +66,8 @@ type e2ePlugin struct {
 	createDelay              time.Duration
 	blockCreate, blockedFile string
 	updateCPUShares          uint64
+	syncMarker, syncRelease  string
+	syncOnce                 sync.Once
 }
 
 func (p *e2ePlugin) log(e eventLine) {
@@ -88,10 +91,34 @@ func (p *e2ePlugin) Configure(_ context.Context, req *nriv1beta1.ConfigureReques
 	return nil, nil
 }
 
-func (p *e2ePlugin) Synchronize(_ context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+func (p *e2ePlugin) Synchronize(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
 	p.log(eventLine{Event: "Synchronize", Pods: len(req.GetPods()), Containers: len(req.GetContainers()), Epoch: req.GetEpoch(),
 		Detail: req.GetReason().String()})
+	if p.syncMarker != "" {
+		p.syncOnce.Do(func() { p.blockSync(ctx) })
+	}
 	return nil, nil
+}
+
+// blockSync writes the sync marker and waits until the release file
+// exists (a slow Synchronize the test ends when it chooses).
+func (p *e2ePlugin) blockSync(ctx context.Context) {
+	if err := os.WriteFile(p.syncMarker, nil, 0o644); err != nil {
+		slog.Error("writing the sync marker", "error", err)
+		return
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(p.syncRelease); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (p *e2ePlugin) Resync(_ context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
@@ -213,6 +240,8 @@ func run() error {
 	flag.DurationVar(&p.createDelay, "create-delay", 0, "delay of every CreateContainer")
 	flag.StringVar(&p.blockCreate, "block-create", "", "container name whose CreateContainer blocks")
 	flag.StringVar(&p.blockedFile, "blocked-marker", "", "file written when CreateContainer blocks")
+	flag.StringVar(&p.syncMarker, "sync-marker", "", "file the first Synchronize writes before it blocks (with -sync-release)")
+	flag.StringVar(&p.syncRelease, "sync-release", "", "file whose existence ends the first Synchronize's block")
 	flag.Uint64Var(&p.updateCPUShares, "update-cpu-shares", 0, "cpu shares UpdateContainer sets on its target (0: none)")
 	failPolicy := flag.String("fail-policy", "", "failure policy to ask for: fail or ignore (default: the server's)")
 	var selNamespaces, selContainers, timeouts kvList
@@ -278,13 +307,17 @@ func (p *e2ePlugin) extraOptions(namespaces, containers kvList, labels, notReady
 		t := plugin.Timeouts{Events: map[nriv1beta1.Event]time.Duration{}}
 		for _, kv := range timeouts {
 			name, d := split(kv, "=")
-			ev, ok := nriv1beta1.Event_value["EVENT_"+snake(name)]
-			if !ok {
-				return nil, fmt.Errorf("-timeout %q: unknown event", kv)
-			}
 			dur, err := time.ParseDuration(d)
 			if err != nil {
 				return nil, fmt.Errorf("-timeout %q: %w", kv, err)
+			}
+			if name == "Synchronize" {
+				t.Synchronize = dur
+				continue
+			}
+			ev, ok := nriv1beta1.Event_value["EVENT_"+snake(name)]
+			if !ok {
+				return nil, fmt.Errorf("-timeout %q: unknown event", kv)
 			}
 			t.Events[nriv1beta1.Event(ev)] = dur
 		}
