@@ -172,3 +172,68 @@ func TestMissedEventsToldAfterSynchronize(t *testing.T) {
 		})
 	}
 }
+
+// TestMissedEventLandingAfterSynchronizeIsTold: an event that went on
+// without a synchronizing plugin but lands only after the plugin's
+// Synchronize ended (a later plugin held it up) is still told to it, when
+// it lands and before the pod's next event: a Synchronize with reason
+// SYNC_REASON_MISSED_EVENTS for a plugin with resync, PostCreateContainer
+// for one without.
+func TestMissedEventLandingAfterSynchronizeIsTold(t *testing.T) {
+	for _, resync := range []bool{true, false} {
+		t.Run(map[bool]string{true: "resync", false: "no-resync"}[resync], func(t *testing.T) {
+			h := newHarness(t, server.WithMaxTimeout(time.Hour))
+			h.attach(nil, nil)
+			inCreate := make(chan struct{})
+			releaseCreate := make(chan struct{})
+			h.plugin("90", "holder", func(p *testplugin.Plugin) {
+				p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour)}
+				p.OnCreateContainer = func(ctx context.Context, _ *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+					close(inCreate)
+					select {
+					case <-releaseCreate:
+					case <-ctx.Done():
+					}
+					return &nriv1beta1.CreateContainerResponse{}, nil
+				}
+			})
+			ctx := h.ctx()
+			pod, ctr := fixture.Pod(1), fixture.Container(1, 0)
+			if err := h.srv.RunPodSandbox(ctx, &nriv1beta1.RunPodSandboxRequest{Pod: pod}); err != nil {
+				t.Fatal(err)
+			}
+			release, registered := slowRegistrant(t, h, "10", "late", func(p *testplugin.Plugin) {
+				p.Capabilities = &nriv1beta1.Capabilities{Resync: resync}
+				// The PostCreateContainer below waits for the catch-up: no
+				// bound but the test's.
+				p.Timeouts.Events = []*nriv1beta1.EventTimeout{{Event: nriv1beta1.Event_EVENT_POST_CREATE_CONTAINER, Timeout: durationpb.New(time.Hour)}}
+			})
+			created := make(chan error, 1)
+			go func() {
+				_, err := h.srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr})
+				created <- err
+			}()
+			<-inCreate // it went on without 10-late, and is held by 90-holder
+			release()
+			if err := <-registered; err != nil {
+				t.Fatal(err)
+			}
+			close(releaseCreate)
+			if err := <-created; err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.srv.PostCreateContainer(ctx, &nriv1beta1.PostCreateContainerRequest{Pod: pod, Container: ctr}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range h.log.Of("10-late") {
+				got = append(got, c.Method)
+			}
+			if resync {
+				eq(t, "calls", got, []string{"Configure", "Synchronize", "Synchronize", "PostCreateContainer"})
+				return
+			}
+			eq(t, "calls", got, []string{"Configure", "Synchronize", "PostCreateContainer", "PostCreateContainer"})
+		})
+	}
+}

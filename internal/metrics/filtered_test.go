@@ -46,3 +46,19 @@ func TestFilteredEvents(t *testing.T) {
 		"event=stop_container,plugin=other 2",
 	})
 }
+
+// Metrics counts missed events.
+var _ server.MissedMetrics = (*metrics.Metrics)(nil)
+
+// TestMissedEvents: nri_plugin_missed_events_total counts by plugin and
+// event, with bounded plugin labels.
+func TestMissedEvents(t *testing.T) {
+	m := metrics.New(metrics.WithoutRuntimeCollectors(), metrics.WithMaxPlugins(1))
+	m.MissedEvent("10-a", nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+	m.MissedEvent("10-a", nriv1beta1.Event_EVENT_CREATE_CONTAINER)
+	m.MissedEvent("20-b", nriv1beta1.Event_EVENT_RUN_POD_SANDBOX)
+	eq(t, "missed", counters(gather(t, m), "nri_plugin_missed_events_total"), []string{
+		"event=create_container,plugin=10-a 2",
+		"event=run_pod_sandbox,plugin=other 1",
+	})
+}
