@@ -45,8 +45,9 @@ type flight struct {
 	// NOT_READY (status.go); the validators' list of plugins leaves them out.
 	notReady []string
 	// marks are left for plugins that may miss the event's change
-	// (missed.go).
-	marks []mark
+	// (missed.go); markBuf holds the first few without an allocation.
+	marks   []mark
+	markBuf [4]mark
 }
 
 func (f *flights) init() {
@@ -60,7 +61,9 @@ func (f *flights) begin(order *atomic.Pointer[[]*slot]) *flight {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.active[f.gen]++
-	return &flight{gen: f.gen, order: *order.Load()}
+	fl := &flight{gen: f.gen, order: *order.Load()}
+	fl.marks = fl.markBuf[:0]
+	return fl
 }
 
 // end unregisters an event.

@@ -237,3 +237,67 @@ func TestMissedEventLandingAfterSynchronizeIsTold(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachDuringAnEventAPluginSaw: a runtime attaches while a
+// CreateContainer that a plugin with resync has already seen is held up
+// by a later plugin; the runtime's snapshot does not have the container
+// yet. The plugin's resynchronization (epoch 2) replaces its view without
+// it, so when the creation lands it is told again: a Synchronize of epoch
+// 3, reason SYNC_REASON_MISSED_EVENTS, with the container. The attach
+// itself did not wait for the held event.
+func TestAttachDuringAnEventAPluginSaw(t *testing.T) {
+	h := newHarness(t, server.WithMaxTimeout(time.Hour))
+	pod, ctr := fixture.Pod(1), fixture.Container(1, 0)
+	h.attach([]*nriv1beta1.PodSandbox{pod}, nil)
+	h.plugin("10", "seer", func(p *testplugin.Plugin) {
+		p.Capabilities = &nriv1beta1.Capabilities{Resync: true}
+		p.Events = nri.AllEvents &^ nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
+	})
+	inCreate := make(chan struct{})
+	releaseCreate := make(chan struct{})
+	h.plugin("90", "holder", func(p *testplugin.Plugin) {
+		p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour)}
+		p.OnCreateContainer = func(ctx context.Context, _ *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+			close(inCreate)
+			select {
+			case <-releaseCreate:
+			case <-ctx.Done():
+			}
+			return &nriv1beta1.CreateContainerResponse{}, nil
+		}
+	})
+	ctx := h.ctx()
+	created := make(chan error, 1)
+	go func() {
+		_, err := h.srv.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: pod, Container: ctr})
+		created <- err
+	}()
+	<-inCreate
+	h.attach([]*nriv1beta1.PodSandbox{pod}, nil) // returns while the creation is held
+	if err := h.log.WaitFor(ctx, "10-seer:Synchronize", 2); err != nil {
+		t.Fatal(err)
+	}
+	close(releaseCreate)
+	if err := <-created; err != nil {
+		t.Fatal(err)
+	}
+	if err := h.log.WaitFor(ctx, "10-seer:Synchronize", 3); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var syncs []*nriv1beta1.SynchronizeRequest
+	for _, c := range h.log.Of("10-seer") {
+		got = append(got, c.Method)
+		if s, ok := c.Req.(*nriv1beta1.SynchronizeRequest); ok {
+			syncs = append(syncs, s)
+		}
+	}
+	eq(t, "calls", got, []string{"Configure", "Synchronize", "CreateContainer", "Synchronize", "Synchronize"})
+	if s := syncs[1]; s.GetEpoch() != 2 || s.GetReason() != nriv1beta1.SyncReason_SYNC_REASON_RUNTIME_RESTARTED || len(s.GetContainers()) != 0 {
+		t.Errorf("resync: epoch %d reason %v, %d containers; want epoch 2, RUNTIME_RESTARTED, none", s.GetEpoch(), s.GetReason(), len(s.GetContainers()))
+	}
+	if s := syncs[2]; s.GetEpoch() != 3 || s.GetReason() != nriv1beta1.SyncReason_SYNC_REASON_MISSED_EVENTS ||
+		len(s.GetContainers()) != 1 || s.GetContainers()[0].GetId() != ctr.GetId() {
+		t.Errorf("catch-up: epoch %d reason %v, %d containers; want epoch 3, MISSED_EVENTS, the created container", s.GetEpoch(), s.GetReason(), len(s.GetContainers()))
+	}
+}
