@@ -184,19 +184,7 @@ func TestMissedEventLandingAfterSynchronizeIsTold(t *testing.T) {
 		t.Run(map[bool]string{true: "resync", false: "no-resync"}[resync], func(t *testing.T) {
 			h := newHarness(t, server.WithMaxTimeout(time.Hour))
 			h.attach(nil, nil)
-			inCreate := make(chan struct{})
-			releaseCreate := make(chan struct{})
-			h.plugin("90", "holder", func(p *testplugin.Plugin) {
-				p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour)}
-				p.OnCreateContainer = func(ctx context.Context, _ *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
-					close(inCreate)
-					select {
-					case <-releaseCreate:
-					case <-ctx.Done():
-					}
-					return &nriv1beta1.CreateContainerResponse{}, nil
-				}
-			})
+			inCreate, releaseCreate := holdingPlugin(h, "90", "holder")
 			ctx := h.ctx()
 			pod, ctr := fixture.Pod(1), fixture.Container(1, 0)
 			if err := h.srv.RunPodSandbox(ctx, &nriv1beta1.RunPodSandboxRequest{Pod: pod}); err != nil {
@@ -253,19 +241,7 @@ func TestAttachDuringAnEventAPluginSaw(t *testing.T) {
 		p.Capabilities = &nriv1beta1.Capabilities{Resync: true}
 		p.Events = nri.AllEvents &^ nri.EventMask(nriv1beta1.Event_EVENT_VALIDATE_CONTAINER_ADJUSTMENT)
 	})
-	inCreate := make(chan struct{})
-	releaseCreate := make(chan struct{})
-	h.plugin("90", "holder", func(p *testplugin.Plugin) {
-		p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour)}
-		p.OnCreateContainer = func(ctx context.Context, _ *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
-			close(inCreate)
-			select {
-			case <-releaseCreate:
-			case <-ctx.Done():
-			}
-			return &nriv1beta1.CreateContainerResponse{}, nil
-		}
-	})
+	inCreate, releaseCreate := holdingPlugin(h, "90", "holder")
 	ctx := h.ctx()
 	created := make(chan error, 1)
 	go func() {
@@ -300,4 +276,22 @@ func TestAttachDuringAnEventAPluginSaw(t *testing.T) {
 		len(s.GetContainers()) != 1 || s.GetContainers()[0].GetId() != ctr.GetId() {
 		t.Errorf("catch-up: epoch %d reason %v, %d containers; want epoch 3, MISSED_EVENTS, the created container", s.GetEpoch(), s.GetReason(), len(s.GetContainers()))
 	}
+}
+
+// holdingPlugin registers a plugin whose CreateContainer signals inCreate
+// and holds the event until release is closed.
+func holdingPlugin(h *harness, idx, name string) (inCreate, release chan struct{}) {
+	inCreate, release = make(chan struct{}), make(chan struct{})
+	h.plugin(idx, name, func(p *testplugin.Plugin) {
+		p.Timeouts = &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour)}
+		p.OnCreateContainer = func(ctx context.Context, _ *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+			close(inCreate)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return &nriv1beta1.CreateContainerResponse{}, nil
+		}
+	})
+	return inCreate, release
 }

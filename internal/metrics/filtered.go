@@ -24,22 +24,20 @@ func (m *Metrics) initFiltered() {
 // server.FilterMetrics. The plugin label is bounded as for every metric
 // (WithMaxPlugins); the event label is the event's name.
 func (m *Metrics) Filtered(plugin string, event nriv1beta1.Event) {
-	ev := int(event)
-	name := enumLabel(event.String(), "EVENT_")
-	if ev >= 0 && ev < len(m.eventNames) {
-		name = m.eventNames[ev]
+	m.filtered.WithLabelValues(m.lookup(plugin).label, m.eventLabel(event)).Inc()
+}
+
+// eventLabel is the event label value of event: its name.
+func (m *Metrics) eventLabel(event nriv1beta1.Event) string {
+	if ev := int(event); ev >= 0 && ev < len(m.eventNames) {
+		return m.eventNames[ev]
 	}
-	m.filtered.WithLabelValues(m.lookup(plugin).label, name).Inc()
+	return enumLabel(event.String(), "EVENT_")
 }
 
 // MissedEvent counts one event plugin missed while it synchronized, told to
 // it once it is synchronized. It implements server.MissedMetrics; labels
 // are bounded as for Filtered.
 func (m *Metrics) MissedEvent(plugin string, event nriv1beta1.Event) {
-	ev := int(event)
-	name := enumLabel(event.String(), "EVENT_")
-	if ev >= 0 && ev < len(m.eventNames) {
-		name = m.eventNames[ev]
-	}
-	m.missed.WithLabelValues(m.lookup(plugin).label, name).Inc()
+	m.missed.WithLabelValues(m.lookup(plugin).label, m.eventLabel(event)).Inc()
 }
