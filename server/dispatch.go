@@ -30,7 +30,8 @@ import (
 //  2. budget (allot): the plugin's timeout for the event, cut to its share
 //     of the caller's budget; nothing left skips it;
 //  3. readiness (await): a plugin still synchronizing is waited for within
-//     that time; a NOT_READY plugin is waited for, failed or skipped as its
+//     that time, until one event's wait for it times out (then no event
+//     waits for it until it is synchronized: missed.go); a NOT_READY plugin is waited for, failed or skipped as its
 //     NotReadyPolicy says (status.go);
 //  4. dry run (dryRunSkips): in a dry run, plugins without dry-run support
 //     are listed as not evaluated instead of called;
@@ -194,6 +195,12 @@ func (d *delivery[Req, Rsp]) await(ctx context.Context, sl *slot, inst *plugin, 
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
+	}
+	if !waited {
+		// An earlier event waited for it in vain (plugin.wait).
+		return nil, d.s.skip(inst, d.ev.eventInfo, d.fl.rec, 0, status.Errorf(codes.Unavailable,
+			"plugin %s is still synchronizing for %s: an earlier event waited for it in vain, and events do not wait again until it is synchronized",
+			inst.full, d.ev.name))
 	}
 	return nil, d.s.skip(inst, d.ev.eventInfo, d.fl.rec, a.timeout, status.Errorf(codes.Unavailable,
 		"plugin %s was not ready (synchronizing) within its %v for %s", inst.full, a.timeout.Round(time.Millisecond), d.ev.name))
