@@ -295,3 +295,43 @@ func holdingPlugin(h *harness, idx, name string) (inCreate, release chan struct{
 	})
 	return inCreate, release
 }
+
+// TestPluginsChangedWhenReadyAgain: a watcher of PluginsChanged that saw a
+// plugin resynchronizing (an attach) is woken when it is ready again.
+// Before, only registrations and unregistrations woke it, and a watcher
+// waiting for the plugin to be ready (nritest's re-registration check, a
+// restart gate) waited until its own bound.
+func TestPluginsChangedWhenReadyAgain(t *testing.T) {
+	h := newHarness(t)
+	h.attach(nil, nil)
+	inResync := make(chan struct{})
+	release := make(chan struct{})
+	h.plugin("10", "p", func(p *testplugin.Plugin) {
+		p.Capabilities = &nriv1beta1.Capabilities{Resync: true}
+		p.OnSynchronize = func(ctx context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+			if req.GetEpoch() > 1 {
+				close(inResync)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return &nriv1beta1.SynchronizeResponse{}, nil
+		}
+	})
+	h.attach(nil, nil)
+	<-inResync
+	ch := h.srv.PluginsChanged()
+	if st := h.srv.Plugins()[0].GetState(); st != nriv1beta1.PluginState_PLUGIN_STATE_SYNCHRONIZING {
+		t.Fatalf("state during the resync: %v", st)
+	}
+	close(release)
+	select {
+	case <-ch:
+	case <-time.After(wait()):
+		t.Fatal("PluginsChanged did not fire when the plugin was ready again")
+	}
+	if st := h.srv.Plugins()[0].GetState(); st != nriv1beta1.PluginState_PLUGIN_STATE_READY {
+		t.Fatalf("state after PluginsChanged: %v, want READY", st)
+	}
+}

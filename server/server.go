@@ -271,8 +271,9 @@ func (s *Server) arrived(full string) {
 }
 
 // PluginsChanged returns a channel that is closed the next time a plugin
-// registers (is ready for events) or unregisters; Plugins then lists the new
-// set. Take a new channel after each change.
+// registers (is ready for events), is ready for events again after a
+// resynchronization, or unregisters; Plugins then lists the new set. Take
+// a new channel after each change.
 func (s *Server) PluginsChanged() <-chan struct{} { return s.changed.wait() }
 
 // pluginsChanged wakes the waiters of PluginsChanged.

@@ -272,8 +272,14 @@ func (s *Server) catchUp(p *plugin, w catchUpWork) {
 		}
 		var again bool
 		w, again = s.takeCatchUp(p, func() {
+			wasReady := p.state() == nriv1beta1.PluginState_PLUGIN_STATE_READY
 			p.setState(nriv1beta1.PluginState_PLUGIN_STATE_READY)
 			p.ready.Load().settle(true)
+			if !wasReady {
+				// Ready for events again: a watcher that saw it
+				// synchronizing learns it (PluginsChanged).
+				s.pluginsChanged()
+			}
 		})
 		if !again {
 			return
