@@ -259,6 +259,14 @@ func TestRegistrationLimits(t *testing.T) {
 		{"nanos of the other sign", "d", func(p *testplugin.Plugin) {
 			p.Timeouts = &nriv1beta1.Timeouts{Synchronize: &durationpb.Duration{Seconds: 1, Nanos: -1}}
 		}, "timeouts.synchronize"},
+		{"a per-event entry without a duration", "d", func(p *testplugin.Plugin) {
+			p.Timeouts = &nriv1beta1.Timeouts{Events: []*nriv1beta1.EventTimeout{{Event: nriv1beta1.Event_EVENT_CREATE_CONTAINER}}}
+		}, "timeouts.events[0].timeout"},
+		{"two per-event entries for one event", "d", func(p *testplugin.Plugin) {
+			p.Timeouts = &nriv1beta1.Timeouts{Events: []*nriv1beta1.EventTimeout{
+				{Event: nriv1beta1.Event_EVENT_CREATE_CONTAINER, Timeout: durationpb.New(time.Second)},
+				{Event: nriv1beta1.Event_EVENT_CREATE_CONTAINER, Timeout: durationpb.New(2 * time.Second)}}}
+		}, "timeouts.events[1].event"},
 	}
 	for _, c := range cases {
 		t.Run(c.what, func(t *testing.T) {
