@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/nri"
@@ -244,14 +245,16 @@ func TestHugeVetoMessageIsClipped(t *testing.T) {
 // before the endpoint is dialed, and refusals quote at most a prefix.
 func TestRegistrationLimits(t *testing.T) {
 	h := newHarness(t)
-	long := strings.Repeat("n", 1<<20)
+	// Half a MiB: over every field's bound, under the registration's own
+	// limit (codec.MaxRegisterPluginRequest, TestRegistrationOverItsLimit).
+	long := strings.Repeat("n", 512<<10)
 	cases := []struct {
 		what, name string
 		set        func(*testplugin.Plugin)
 		field      string
 	}{
-		{"a 1 MiB name", long, nil, "plugin_name"},
-		{"a 1 MiB name with a bad character", long + ",", nil, "plugin_name"},
+		{"a 512 KiB name", long, nil, "plugin_name"},
+		{"a 512 KiB name with a bad character", long + ",", nil, "plugin_name"},
 		{"plugin_version not UTF-8", "v", nil, "plugin_version"},
 		{"nanos out of range", "d", func(p *testplugin.Plugin) {
 			p.Timeouts = &nriv1beta1.Timeouts{Request: &durationpb.Duration{Seconds: 1, Nanos: 1_000_000_000}}
@@ -292,6 +295,25 @@ func TestRegistrationLimits(t *testing.T) {
 				t.Fatalf("message (%d bytes) %.300q should name %s and be short", len(msg), msg, c.field)
 			}
 		})
+	}
+}
+
+// TestRegistrationOverItsLimit: a registration over the registration's own
+// limit (1 MiB, well under the 4 MiB maximum message size) is refused from
+// its size, before it is decoded, with RESOURCE_EXHAUSTED naming the limit
+// in a short message.
+func TestRegistrationOverItsLimit(t *testing.T) {
+	h := newHarness(t)
+	req := &nriv1beta1.RegisterPluginRequest{PluginName: strings.Repeat("n", codec.MaxRegisterPluginRequest), PluginIdx: "10",
+		Endpoint: "/nonexistent/dir/x.sock"}
+	stream, err := h.runtimeClient().RegisterPlugin(h.ctx(), req)
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	msg := status.Convert(err).Message()
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(msg, "RegisterPluginRequest of ") ||
+		!strings.Contains(msg, "limit of 1048576 bytes") || len(msg) > 200 {
+		t.Fatalf("got %v, want RESOURCE_EXHAUSTED naming the registration's limit, short", err)
 	}
 }
 
