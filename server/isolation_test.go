@@ -16,6 +16,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/selector"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -314,6 +315,39 @@ func TestRegistrationOverItsLimit(t *testing.T) {
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(msg, "RegisterPluginRequest of ") ||
 		!strings.Contains(msg, "limit of 1048576 bytes") || len(msg) > 200 {
 		t.Fatalf("got %v, want RESOURCE_EXHAUSTED naming the registration's limit, short", err)
+	}
+}
+
+// TestLargestRegistrationFitsItsLimit: a registration with every field and
+// every selector at its bound encodes well under the registration's own
+// limit, so the limit refuses only registrations nrid refuses anyway.
+func TestLargestRegistrationFitsItsLimit(t *testing.T) {
+	list := func() []string {
+		l := make([]string, selector.MaxEntries)
+		for i := range l {
+			l[i] = strings.Repeat("x", selector.MaxEntryLen)
+		}
+		return l
+	}
+	req := &nriv1beta1.RegisterPluginRequest{
+		PluginName: strings.Repeat("n", 128), PluginIdx: "10",
+		NriVersion: strings.Repeat("v", server.MaxVersionLen), PluginVersion: strings.Repeat("v", server.MaxVersionLen),
+		Endpoint: strings.Repeat("e", server.MaxEndpointLen), StatusReason: strings.Repeat("r", server.MaxMessageLen),
+		Capabilities: &nriv1beta1.Capabilities{MaxConcurrentCalls: 1 << 31, DryRun: true, MaxMessageSize: 1 << 31, Resync: true},
+		Timeouts:     &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour), Synchronize: durationpb.New(time.Hour)},
+		Status:       nriv1beta1.PluginStatus_PLUGIN_STATUS_DEGRADED,
+	}
+	for e := nriv1beta1.Event_EVENT_UNSPECIFIED + 1; e < nriv1beta1.Event_EVENT_LAST; e++ {
+		req.Timeouts.Events = append(req.Timeouts.Events, &nriv1beta1.EventTimeout{Event: e, Timeout: durationpb.New(time.Hour)})
+	}
+	for range selector.MaxSelectors {
+		req.Selectors = append(req.Selectors, &nriv1beta1.EventSelector{Namespaces: list(), ContainerNames: list(), RuntimeHandlers: list(),
+			PodLabels: strings.Repeat("l", selector.MaxLabelSelectorLen)})
+	}
+	size := req.SizeVT()
+	t.Logf("the largest valid registration: %d bytes, the limit %d", size, codec.MaxRegisterPluginRequest)
+	if size > codec.MaxRegisterPluginRequest*7/8 {
+		t.Fatalf("the largest valid registration is %d bytes, too close to or over its limit of %d", size, codec.MaxRegisterPluginRequest)
 	}
 }
 
