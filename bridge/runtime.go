@@ -50,6 +50,10 @@ type RuntimeSide struct {
 	margin     time.Duration
 	minBackoff time.Duration
 	maxBackoff time.Duration
+	// noValidation keeps the bridge off the runtime's validation (a test
+	// option only, export_test.go: the measurement of what the
+	// subscription costs).
+	noValidation bool
 
 	mu       sync.Mutex
 	conn     *classicwire.Conn
@@ -75,6 +79,7 @@ type runtimeOptions struct {
 	name, idx              string
 	margin                 time.Duration
 	minBackoff, maxBackoff time.Duration
+	noValidation           bool
 }
 
 // check validates the options; its errors name the option.
@@ -147,18 +152,19 @@ func NewRuntimeSide(srv *server.Server, opts ...RuntimeOption) (*RuntimeSide, er
 		o.log = slog.Default()
 	}
 	return &RuntimeSide{
-		srv:        srv,
-		log:        o.log,
-		socket:     o.socket,
-		name:       o.name,
-		idx:        o.idx,
-		margin:     o.margin,
-		minBackoff: o.minBackoff,
-		maxBackoff: o.maxBackoff,
-		timeout:    DefaultRequestTimeout,
-		relay:      make(chan relayBatch, 256),
-		handoff:    handoff{resume: make(chan struct{}, 1)},
-		synced:     make(chan struct{}, 1),
+		srv:          srv,
+		log:          o.log,
+		socket:       o.socket,
+		name:         o.name,
+		idx:          o.idx,
+		margin:       o.margin,
+		minBackoff:   o.minBackoff,
+		maxBackoff:   o.maxBackoff,
+		timeout:      DefaultRequestTimeout,
+		noValidation: o.noValidation,
+		relay:        make(chan relayBatch, 256),
+		handoff:      handoff{resume: make(chan struct{}, 1)},
+		synced:       make(chan struct{}, 1),
 	}, nil
 }
 

@@ -109,8 +109,10 @@ func reshaped[Req any, R interface {
 }
 
 // decoded decodes an event's request straight into its v1beta1 message and
-// calls call with the budget and, with encoded, the payload as the
-// request's encoding.
+// calls call with the budget and the payload: with encoded as the
+// request's encoding (server.Encoded), otherwise for checking only
+// (server.Received). Either way the server refuses a request whose strings
+// are not valid UTF-8 before any plugin is called.
 func decoded[Req any, R interface {
 	*Req
 	unsafeDecoder
@@ -123,7 +125,9 @@ func decoded[Req any, R interface {
 		if encoded {
 			return call(ctx, req, server.Encoded(payload), h.r.budget())
 		}
-		return call(ctx, req, h.r.budget())
+		// Not sent, but checked as a runtime's input (UTF-8: the decoding
+		// above checks none).
+		return call(ctx, req, server.Received(payload), h.r.budget())
 	}
 }
 

@@ -204,8 +204,8 @@ func runAdmissions(t *testing.T, kase string, cfg admissionConfig) {
 		// request: ttrpc: closed") and, were the bridge not one of
 		// containerd's validators, the container would be created without
 		// the plugin (measured: 1 every run, after a crash and after a
-		// graceful stop alike). With a required plugin nri-grpc validates,
-		// so the bridge subscribes to ValidateContainerAdjustment, and
+		// graceful stop alike). Behind NRI v0.12.3 the bridge always
+		// subscribes to ValidateContainerAdjustment (docs/bridge.md), and
 		// containerd's call to the closed bridge to validate that container
 		// fails it ("validator plugin 00-nri-grpc failed: ttrpc: closed"):
 		// refused. So: 0.
