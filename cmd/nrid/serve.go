@@ -28,10 +28,11 @@ type serving struct {
 	stopMetrics context.CancelFunc
 	metricsDone chan struct{}
 
-	ros   *roster       // server.state_dir's record of the registered plugins; nil without
-	gate  []rosterEntry // the plugins registered before the restart
-	grace time.Duration // server.restart_grace
-	gated bool          // health and the runtime wait for gate
+	ros     *roster       // server.state_dir's record of the registered plugins; nil without
+	gate    []rosterEntry // the plugins registered before the restart
+	awaited []rosterEntry // those of gate the restart gate waits for (planGate)
+	grace   time.Duration // server.restart_grace
+	gated   bool          // the restart gate runs; health and the runtime wait for awaited
 
 	sup        *supervisor.Supervisor // nil without launch directories
 	ps         *bridge.PluginSide     // the bridge's plugin side, if configured
@@ -130,10 +131,12 @@ func (d *daemon) probes() []metrics.ServeOption {
 }
 
 // loadGate reads the restart gate: the plugins registered before a restart
-// get restart_grace to register again before nrid attaches to the runtime
-// and reports SERVING. After a takeover the runtime stays attached and its
-// events wait for them instead (server.HoldEvents). It sets the health
-// nrid starts with.
+// that can come back (planGate) get restart_grace to register again before
+// nrid attaches to the runtime and reports SERVING. After a takeover the
+// runtime stays attached and its events wait for them instead
+// (server.HoldEvents). The required ones it does not wait for are required
+// from the start (server.RequireUntilRegistered). It sets the health nrid
+// starts with.
 func (s *serving) loadGate() {
 	d := s.d
 	if dir := d.cfg.Server.StateDir; dir != "" {
@@ -148,7 +151,18 @@ func (s *serving) loadGate() {
 	rememberSelectors(d.srv, s.gate, d.policy.Selectors(), d.log)
 	s.grace = d.cfg.Server.RestartGrace.D()
 	s.gated = len(s.gate) > 0 && s.grace > 0
-	if s.gated || d.cfg.Runtime.Required {
+	var skip []rosterEntry
+	if s.gated {
+		s.awaited, skip = planGate(s.gate, d.policy)
+	}
+	var required []string
+	for _, e := range skip {
+		if e.Required {
+			required = append(required, e.Plugin)
+		}
+	}
+	d.srv.RequireUntilRegistered(required)
+	if (s.gated && len(s.awaited) > 0) || d.cfg.Runtime.Required {
 		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
 	} else {
 		d.setHealth(healthpb.HealthCheckResponse_SERVING)
@@ -194,9 +208,10 @@ func (s *serving) continueTakeover(ctx context.Context) error {
 		close(s.heldDone)
 		return nil
 	}
-	// Events wait for the old nrid's plugins from the first one read.
-	if s.gated {
-		d.srv.HoldEvents(rosterNames(s.gate), time.Now().Add(s.grace))
+	// Events wait for the old nrid's plugins that come back from the first
+	// one read.
+	if len(s.awaited) > 0 {
+		d.srv.HoldEvents(rosterNames(s.awaited), time.Now().Add(s.grace))
 	}
 	adopted, err := d.adoptRuntime(ctx, in, d.rs)
 	if err != nil {
@@ -219,10 +234,10 @@ func (s *serving) continueTakeover(ctx context.Context) error {
 		close(s.heldDone)
 	case s.gated:
 		s.gated = false
-		gate, grace := s.gate, s.grace
+		gate, awaited, grace := s.gate, s.awaited, s.grace
 		go func() {
 			defer close(s.heldDone)
-			owed := d.awaitRestart(ctx, gate, grace)
+			owed := d.awaitRestart(ctx, gate, awaited, grace)
 			if s.ros != nil {
 				s.ros.owe(owed)
 			}
@@ -267,7 +282,7 @@ func (s *serving) openGate(ctx, watchCtx, bridgeCtx context.Context) {
 	d := s.d
 	go d.watchPluginHealth(watchCtx) // per-plugin health services (status.go)
 	if s.gated {
-		owed := d.awaitRestart(ctx, s.gate, s.grace)
+		owed := d.awaitRestart(ctx, s.gate, s.awaited, s.grace)
 		if s.ros != nil {
 			s.ros.owe(owed)
 		}
