@@ -292,6 +292,10 @@ func (d *daemon) listen(in *inherited) (_ *listeners, err error) {
 				return nil, fmt.Errorf("bridge.plugin_socket: %w", err)
 			}
 		}
+		// The bridge closes it when its context ends, which may be before
+		// this nrid learns that a new one took it over: nrid removes the
+		// file itself once the bridge stopped (serving.removeClassicSocket).
+		l.classic.SetUnlinkOnClose(false)
 	}
 	return l, nil
 }

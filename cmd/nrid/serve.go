@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -189,8 +192,11 @@ func (s *serving) startBridge(bridgeCtx context.Context) error {
 func (s *serving) abort(err error) {
 	if s.in != nil {
 		s.in.taken.Refuse(err)
+		// The old nrid goes on with these sockets.
+		s.l.unix.SetUnlinkOnClose(false)
 	}
 	s.stopBridge()
+	s.removeClassicSocket(s.in == nil)
 	s.d.stop(s.sup)
 	s.stopMetrics()
 	<-s.metricsDone
@@ -369,6 +375,19 @@ func (s *serving) wait(ctx context.Context, hsReady <-chan *handoverServer) (hs 
 	}
 }
 
+// removeClassicSocket removes the classic plugin socket's file once the
+// bridge, which closed its listener, has stopped, if it is this nrid's own
+// (no new nrid took it over, and this one did not inherit it from an nrid
+// that goes on).
+func (s *serving) removeClassicSocket(own bool) {
+	if !own || s.l.classic == nil {
+		return
+	}
+	if err := os.Remove(s.l.classic.Addr().String()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.d.log.Warn("removing the classic plugin socket", "error", err)
+	}
+}
+
 // shutdown stops what serve started, in order; after a takeover the
 // sockets stay where they are, served by the new nrid, which is told last.
 func (s *serving) shutdown(stopWatch context.CancelFunc, hs *handoverServer, takenBy *net.UnixConn) {
@@ -377,13 +396,11 @@ func (s *serving) shutdown(stopWatch context.CancelFunc, hs *handoverServer, tak
 	}
 	if takenBy != nil {
 		s.l.unix.SetUnlinkOnClose(false)
-		if s.l.classic != nil {
-			s.l.classic.SetUnlinkOnClose(false)
-		}
 	}
 	stopWatch()
 	<-s.keepDone // the roster stays the set from before the stop
 	s.stopBridge()
+	s.removeClassicSocket(takenBy == nil)
 	<-s.launchDone
 	s.d.stop(s.sup)
 	s.stopMetrics() // last: the metrics of the stop are still served

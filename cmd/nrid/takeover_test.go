@@ -208,6 +208,9 @@ func TestTakeoverForgetsSelfConnectedClassicPlugins(t *testing.T) {
 	case <-time.After(testTimeout()):
 		t.Fatal("the classic plugin's connection did not end with the old nrid")
 	}
+	if _, err := os.Lstat(classicSock); err != nil {
+		t.Errorf("the classic plugin socket is gone after the old nrid stopped: %v", err)
+	}
 	second.logs.wait(t, reLog(`restart gate: not waiting for these plugins[^\n]* plugins=\[20-selfdial\]`), second.done)
 	second.logs.wait(t, reLog(`restart gate: waiting for the plugins registered before the restart" .*plugins=\[10-env\]`), second.done)
 	second.logs.wait(t, reMsg("restart gate: every plugin is back"), second.done)
@@ -227,5 +230,10 @@ func TestTakeoverForgetsSelfConnectedClassicPlugins(t *testing.T) {
 	third.logs.wait(t, reMsg("restart gate: every plugin is back"), third.done)
 	if strings.Contains(third.logs.String(), "20-selfdial") {
 		t.Errorf("the next nrid still knows 20-selfdial:\n%s", third.logs.String())
+	}
+	waitServing(t, third) // attached: its stop does not cut the bridge's registration with the runtime
+	third.stop(t)
+	if _, err := os.Lstat(classicSock); err == nil {
+		t.Errorf("nrid left its classic plugin socket %s behind", classicSock)
 	}
 }
