@@ -256,21 +256,15 @@ func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, g
 	}
 }
 
-// awaitRestart is the restart gate: it waits until the plugins of wait
-// (planGate's choice among gate, the plugins registered before the
-// restart) are back or grace has passed. Those of gate that were required
-// and are not back, waited for or not, stay required until they are; it
-// returns them (for the roster: roster.owe). The others are forgotten: the
-// roster records only the plugins registered from now on.
-func (d *daemon) awaitRestart(ctx context.Context, gate, wait []rosterEntry, grace time.Duration) (owed []rosterEntry) {
-	var skip []rosterEntry
-	for _, e := range gate {
-		if !slices.ContainsFunc(wait, func(w rosterEntry) bool { return w.Plugin == e.Plugin }) {
-			skip = append(skip, e)
-		}
-	}
+// awaitRestart is the restart gate: it waits until the plugins of wait are
+// back or grace has passed; skip are the other plugins registered before
+// the restart (planGate). Those of both that were required and are not
+// back stay required until they are; it returns them (for the roster:
+// roster.owe). The others are forgotten: the roster records only the
+// plugins registered from now on.
+func (d *daemon) awaitRestart(ctx context.Context, wait, skip []rosterEntry, grace time.Duration) (owed []rosterEntry) {
 	if len(skip) > 0 {
-		d.log.Info("restart gate: not waiting for these plugins: classic plugins that connected by themselves (they do not reconnect), required plugins an earlier gate went on without, or wait_on_restart = false",
+		d.log.Info("restart gate: not waiting for these plugins: classic plugins that connected by themselves, required plugins an earlier gate went on without, or wait_on_restart = false",
 			"plugins", rosterNames(skip))
 	}
 	var missing []rosterEntry
@@ -278,24 +272,29 @@ func (d *daemon) awaitRestart(ctx context.Context, gate, wait []rosterEntry, gra
 		d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", rosterNames(wait), "bound", grace)
 		start := time.Now()
 		if missing = awaitPlugins(ctx, d.srv, wait, grace); len(missing) > 0 {
-			var required []string
-			for _, e := range missing {
-				if e.Required {
-					required = append(required, e.Plugin)
-				}
-			}
 			d.log.Warn("restart gate: bound passed without these plugins; the ones that were required stay required until they are back",
-				"missing", rosterNames(missing), "were_required", required, "waited", time.Since(start).Round(time.Millisecond))
+				"missing", rosterNames(missing), "were_required", requiredNames(missing), "waited", time.Since(start).Round(time.Millisecond))
 		} else {
 			d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	ready := readyEntries(d.srv.Plugins())
-	for _, e := range append(missing, skip...) {
+	for _, e := range slices.Concat(missing, skip) {
 		if e.Required && !slices.ContainsFunc(ready, func(r rosterEntry) bool { return r.Plugin == e.Plugin }) {
 			owed = append(owed, e)
 		}
 	}
 	d.srv.RequireUntilRegistered(rosterNames(owed))
 	return owed
+}
+
+// requiredNames are the required plugins of entries.
+func requiredNames(entries []rosterEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if e.Required {
+			out = append(out, e.Plugin)
+		}
+	}
+	return out
 }

@@ -34,6 +34,7 @@ type serving struct {
 	ros     *roster       // server.state_dir's record of the registered plugins; nil without
 	gate    []rosterEntry // the plugins registered before the restart
 	awaited []rosterEntry // those of gate the restart gate waits for (planGate)
+	skipped []rosterEntry // the others
 	grace   time.Duration // server.restart_grace
 	gated   bool          // the restart gate runs; health and the runtime wait for awaited
 
@@ -154,17 +155,10 @@ func (s *serving) loadGate() {
 	rememberSelectors(d.srv, s.gate, d.policy.Selectors(), d.log)
 	s.grace = d.cfg.Server.RestartGrace.D()
 	s.gated = len(s.gate) > 0 && s.grace > 0
-	var skip []rosterEntry
 	if s.gated {
-		s.awaited, skip = planGate(s.gate, d.policy)
+		s.awaited, s.skipped = planGate(s.gate, d.policy)
 	}
-	var required []string
-	for _, e := range skip {
-		if e.Required {
-			required = append(required, e.Plugin)
-		}
-	}
-	d.srv.RequireUntilRegistered(required)
+	d.srv.RequireUntilRegistered(requiredNames(s.skipped))
 	if (s.gated && len(s.awaited) > 0) || d.cfg.Runtime.Required {
 		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
 	} else {
@@ -240,10 +234,10 @@ func (s *serving) continueTakeover(ctx context.Context) error {
 		close(s.heldDone)
 	case s.gated:
 		s.gated = false
-		gate, awaited, grace := s.gate, s.awaited, s.grace
+		awaited, skipped, grace := s.awaited, s.skipped, s.grace
 		go func() {
 			defer close(s.heldDone)
-			owed := d.awaitRestart(ctx, gate, awaited, grace)
+			owed := d.awaitRestart(ctx, awaited, skipped, grace)
 			if s.ros != nil {
 				s.ros.owe(owed)
 			}
@@ -288,7 +282,7 @@ func (s *serving) openGate(ctx, watchCtx, bridgeCtx context.Context) {
 	d := s.d
 	go d.watchPluginHealth(watchCtx) // per-plugin health services (status.go)
 	if s.gated {
-		owed := d.awaitRestart(ctx, s.gate, s.awaited, s.grace)
+		owed := d.awaitRestart(ctx, s.awaited, s.skipped, s.grace)
 		if s.ros != nil {
 			s.ros.owe(owed)
 		}
