@@ -21,10 +21,10 @@ type hold struct {
 // waits at most until the middle of its budget (Budget) or of what its
 // deadline leaves, counted from when the caller received it (Received), so
 // that the second half is left to the plugins and it is still answered in
-// time. nrid uses it after taking
-// over from another nrid, while the plugins of the old one register again:
-// the runtime is attached the whole time and its events are delayed by the
-// plugins' return, not run without them. A later call replaces the hold;
+// time. nrid uses it after taking over from another nrid, while the
+// plugins of the old one register again: the runtime is attached the whole
+// time and its events are delayed by the plugins' return, not run without
+// them. A later call replaces the hold;
 // an empty names ends it.
 func (s *Server) HoldEvents(names []string, until time.Time) {
 	if len(names) == 0 {
