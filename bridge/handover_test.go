@@ -78,14 +78,7 @@ func TestHandoverKeepsTheRuntimeConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(ho)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ho2, err := bridge.DecodeHandover(data, ho.Conn.File)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ho2 := crossProcesses(t, ho)
 	if len(ho2.Pods) != 1 || len(ho2.Containers) < 1 || ho2.Info.Name != "classic-runtime" {
 		t.Fatalf("handed over %d pods, %d containers, runtime %+v", len(ho2.Pods), len(ho2.Containers), ho2.Info)
 	}
@@ -93,17 +86,7 @@ func TestHandoverKeepsTheRuntimeConnection(t *testing.T) {
 	if !slices.EqualFunc(ho.Pods, ho2.Pods, bytes.Equal) || !slices.EqualFunc(ho.Containers, ho2.Containers, bytes.Equal) {
 		t.Fatal("the state's encodings changed on the way")
 	}
-	newRS, err := bridge.NewRuntimeSide(newN.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := newRS.Adopt(ctx, ho2); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = newRS.Run(runCtx); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
+	adoptOn(ctx, t, newN, sock, ho2)
 
 	var seq []string
 	for r := range results {
@@ -192,29 +175,12 @@ func TestHandoverCountsTheWaitInTheSocket(t *testing.T) {
 	}
 	ho.Conn.Stopped = time.Now().Add(-59 * time.Minute)
 	ho.Timeout = time.Hour
-	data, err := json.Marshal(ho)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ho2, err := bridge.DecodeHandover(data, ho.Conn.File)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ho2 := crossProcesses(t, ho)
 	if !ho2.Conn.Stopped.Equal(ho.Conn.Stopped) {
 		t.Fatalf("the moment the reader stopped did not cross the encoding: %v, sent %v", ho2.Conn.Stopped, ho.Conn.Stopped)
 	}
 	newN.srv.HoldEvents([]string{"20-gone"}, time.Now().Add(time.Hour))
-	newRS, err := bridge.NewRuntimeSide(newN.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := newRS.Adopt(ctx, ho2); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = newRS.Run(runCtx); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
+	adoptOn(ctx, t, newN, sock, ho2)
 
 	rsp, err := rt.a.CreateContainer(ctx, &v1alpha1.CreateContainerRequest{Pod: alphaPod(1), Container: alphaCtr(1, 1)})
 	if err != nil || len(rsp.GetAdjust().GetEnv()) != 1 || rsp.GetAdjust().GetEnv()[0].GetKey() != "NEW" {
@@ -223,4 +189,36 @@ func TestHandoverCountsTheWaitInTheSocket(t *testing.T) {
 	if n := newN.srv.EventsHeld(); n != 0 {
 		t.Fatalf("%d events held", n)
 	}
+}
+
+// crossProcesses is ho after the encoding that crosses from the old nrid's
+// process to the new one's.
+func crossProcesses(t *testing.T, ho *bridge.Handover) *bridge.Handover {
+	t.Helper()
+	data, err := json.Marshal(ho)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ho2, err := bridge.DecodeHandover(data, ho.Conn.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ho2
+}
+
+// adoptOn continues the connection handed over in ho on n, as the new
+// nrid's runtime side, until the test ends.
+func adoptOn(ctx context.Context, t *testing.T, n *nrid, sock string, ho *bridge.Handover) {
+	t.Helper()
+	rs, err := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Adopt(ctx, ho); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = rs.Run(runCtx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
 }

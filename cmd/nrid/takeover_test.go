@@ -25,6 +25,22 @@ func (envInjector) CreateContainer(context.Context, *nriv1beta1.CreateContainerR
 	return plugin.NewAdjustment().AddEnv("TAKEOVER", "yes").Response(), nil
 }
 
+// runEnvInjector runs envInjector as 10-env on n (and on the nrids after
+// it, on the same socket: the SDK registers again) until the test ends.
+func runEnvInjector(t *testing.T, n *nrid) {
+	t.Helper()
+	p, err := plugin.New(envInjector{}, plugin.WithName("env"), plugin.WithIndex("10"),
+		plugin.WithServerAddress("unix://"+n.sock), plugin.WithSocketDir(n.plugins),
+		plugin.WithLogger(testplugin.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stopPlugin := context.WithCancel(context.Background())
+	pdone := make(chan error, 1)
+	go func() { pdone <- p.Run(pctx) }()
+	t.Cleanup(func() { stopPlugin(); t.Logf("plugin: %v", <-pdone) })
+}
+
 // waitServing waits until n reports SERVING.
 func waitServing(t *testing.T, n *nrid) {
 	t.Helper()
@@ -63,16 +79,7 @@ func TestTakeoverKeepsTheRuntimeConnection(t *testing.T) {
 
 	first := startNridAt(t, dir, cfg)
 	waitServing(t, first)
-	p, err := plugin.New(envInjector{}, plugin.WithName("env"), plugin.WithIndex("10"),
-		plugin.WithServerAddress("unix://"+first.sock), plugin.WithSocketDir(first.plugins),
-		plugin.WithLogger(testplugin.Logger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, stopPlugin := context.WithCancel(context.Background())
-	pdone := make(chan error, 1)
-	go func() { pdone <- p.Run(pctx) }()
-	t.Cleanup(func() { stopPlugin(); t.Logf("plugin: %v", <-pdone) })
+	runEnvInjector(t, first)
 	first.logs.wait(t, reLog(`restart gate: recorded the registered plugins" .*plugins=\[10-env\]`), first.done)
 	a.BlockPluginSync().Unblock()
 
@@ -170,16 +177,7 @@ func TestTakeoverForgetsSelfConnectedClassicPlugins(t *testing.T) {
 
 	first := startNridAt(t, dir, cfg)
 	waitServing(t, first)
-	p, err := plugin.New(envInjector{}, plugin.WithName("env"), plugin.WithIndex("10"),
-		plugin.WithServerAddress("unix://"+first.sock), plugin.WithSocketDir(first.plugins),
-		plugin.WithLogger(testplugin.Logger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, stopPlugin := context.WithCancel(context.Background())
-	pdone := make(chan error, 1)
-	go func() { pdone <- p.Run(pctx) }()
-	t.Cleanup(func() { stopPlugin(); t.Logf("plugin: %v", <-pdone) })
+	runEnvInjector(t, first)
 	closed := make(chan struct{})
 	st, err := stub.New(classicAnnotator{}, stub.WithPluginName("selfdial"), stub.WithPluginIdx("20"), stub.WithSocketPath(classicSock),
 		stub.WithOnClose(func() { close(closed) }))

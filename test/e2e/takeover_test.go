@@ -40,15 +40,7 @@ var reGateWaits = regexp.MustCompile(`restart gate: waiting for the plugins regi
 //
 //	takeover-roster holds=N hold-max=D refused=R created=M … restart-to-attached=D
 func TestTakeoverWithSelfConnectedClassicPlugin(t *testing.T) {
-	e := NewEnv(t, EnvOptions{
-		ContainerdRequired: []string{"nri-grpc"},
-		NridStateDir:       true,
-		NridTOML: `
-[[plugin]]
-name = "10-inject"
-required = true
-`,
-	})
+	e := NewEnv(t, documentedConfig.opts) // containerd requires the bridge, nrid the gRPC plugin
 	gp := e.StartGRPCPlugin("10", "inject", "-env", admissionEnv+"=yes")
 	cp := e.StartClassicPlugin(e.ClassicSock, "20", "selfdial", "-env", "E2E_CLASSIC=yes")
 	roster := filepath.Join(e.NridStateDir, "plugins.json")
