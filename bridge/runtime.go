@@ -288,10 +288,10 @@ func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
 	return nil
 }
 
-// budget returns the budget an event is dispatched with: the runtime's
-// timeout minus the margin, so skipped plugins and failures are answered
-// before the runtime gives up on the bridge.
-func (r *RuntimeSide) budget() server.EventOption {
+// timeouts returns the runtime's request timeout and the bridge's budget
+// for an event: the timeout minus the margin, so skipped plugins and
+// failures are answered before the runtime gives up on the bridge.
+func (r *RuntimeSide) timeouts() (timeout, budget time.Duration) {
 	r.mu.Lock()
 	t := r.timeout
 	r.mu.Unlock()
@@ -299,7 +299,7 @@ func (r *RuntimeSide) budget() server.EventOption {
 	if b < t/2 {
 		b = t / 2
 	}
-	return server.Budget(time.Now().Add(b))
+	return t, b
 }
 
 // relayBatch is one set of unsolicited updates on its way to the runtime.
@@ -389,6 +389,13 @@ type classicHandlers struct {
 	synchronized atomic.Bool
 	// methods serve the runtime's calls (runtime_serve.go).
 	methods methodTable
+	// stopped is when the previous owner of an adopted connection stopped
+	// reading it (classicwire.Detached.Stopped), until the first request is
+	// read; received is when the request being served was received, early
+	// whether before it was read (receipt). Only the connection's reader,
+	// which serves one request at a time, uses them.
+	stopped, received time.Time
+	early             bool
 }
 
 // lifecycleEvents is every event but validation.

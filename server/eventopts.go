@@ -12,10 +12,11 @@ type EventOption func(*eventOptions)
 
 // eventOptions is what the EventOptions of one event set.
 type eventOptions struct {
-	raw       []byte    // the request's encoding (Encoded)
-	received  []byte    // the encoding the request was decoded from (Received, Encoded)
-	budget    time.Time // the caller's budget (Budget)
-	hasBudget bool
+	raw        []byte    // the request's encoding (Encoded)
+	received   []byte    // the encoding the request was decoded from (Received, Encoded)
+	budget     time.Time // the caller's budget (Budget)
+	hasBudget  bool
+	receivedAt time.Time // when the caller received the event (ReceivedAt); zero: the call
 }
 
 func applyEventOptions(opts []EventOption) eventOptions {
@@ -64,4 +65,15 @@ func Received(raw []byte) EventOption {
 // context's own deadline should be later than the budget.
 func Budget(deadline time.Time) EventOption {
 	return func(o *eventOptions) { o.budget, o.hasBudget = deadline, true }
+}
+
+// ReceivedAt tells the server when the caller received the event, if that
+// was before the call: the event's budget (Budget) started then. A hold on
+// events (HoldEvents) ends by the middle of the budget counted from that
+// moment, so that what waited before the call — in a socket during a
+// handover from one nrid to the next, say — is not waited again. The
+// bridge passes the moment the previous nrid stopped reading for the
+// runtime's first request after a takeover.
+func ReceivedAt(t time.Time) EventOption {
+	return func(o *eventOptions) { o.receivedAt = t }
 }

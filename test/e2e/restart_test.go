@@ -35,20 +35,22 @@ var admissionConfigs = []admissionConfig{
 	// plain: TestNridRestart/BridgeNotRequired's: nothing required, no
 	// state directory. The "before" number.
 	{"plain", EnvOptions{}},
-	// documented: the configuration docs/containerd.md §3 and
-	// docs/operations.md give for restarts: containerd requires the bridge
-	// (default validator), nrid keeps a state directory (the restart
-	// gate, restart_grace 10s) and requires the plugin.
-	{"documented", EnvOptions{
-		ContainerdRequired: []string{"nri-grpc"},
-		NridStateDir:       true,
-		NridTOML: `
+	documentedConfig,
+}
+
+// documentedConfig is the configuration docs/containerd.md §3 and
+// docs/operations.md give for restarts: containerd requires the bridge
+// (default validator), nrid keeps a state directory (the restart gate,
+// restart_grace 10s) and requires the plugin 10-inject.
+var documentedConfig = admissionConfig{"documented", EnvOptions{
+	ContainerdRequired: []string{"nri-grpc"},
+	NridStateDir:       true,
+	NridTOML: `
 [[plugin]]
 name = "10-inject"
 required = true
 `,
-	}},
-}
+}}
 
 // TestRestartAdmissions (issue 16): counts the containers containerd
 // admits without the plugin's adjustment while nrid restarts, in the plain
