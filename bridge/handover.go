@@ -136,6 +136,7 @@ func (r *RuntimeSide) Adopt(ctx context.Context, ho *Handover) error {
 	h := newClassicHandlers(r)
 	h.synchronized.Store(true)
 	h.verdicts.adopt(ho.validation)
+	h.stopped = ho.Conn.Stopped
 	closed := make(chan struct{})
 	var once sync.Once
 	r.mu.Lock()
@@ -187,6 +188,9 @@ type handoverDoc struct {
 	Relay          []relayBatchDoc `json:"relay,omitempty"`
 	// Validation is the runtime's validation state (validate.go).
 	Validation validationHandover `json:"validation"`
+	// StoppedUnixNano is when the old nrid stopped reading (wall clock:
+	// both nrids run on the same machine); 0 when it did not say.
+	StoppedUnixNano int64 `json:"stopped_unix_nano,omitempty"`
 }
 
 type relayBatchDoc struct {
@@ -197,7 +201,7 @@ type relayBatchDoc struct {
 // MarshalJSON encodes everything of the handover but the descriptor.
 func (ho *Handover) MarshalJSON() ([]byte, error) {
 	state := syncPage(ho.Pods, ho.Containers)
-	doc := handoverDoc{Pending: ho.Conn.Pending, NextID: ho.Conn.NextID, TimeoutNS: int64(ho.Timeout),
+	doc := handoverDoc{Pending: ho.Conn.Pending, NextID: ho.Conn.NextID, StoppedUnixNano: unixNano(ho.Conn.Stopped), TimeoutNS: int64(ho.Timeout),
 		RuntimeName: ho.Info.Name, RuntimeVersion: ho.Info.Version, State: state, Validation: ho.validation}
 	for _, b := range ho.relay {
 		doc.Relay = append(doc.Relay, relayBatchDoc{Plugin: b.plugin, Updates: b.req})
@@ -217,7 +221,7 @@ func DecodeHandover(data []byte, f *os.File) (*Handover, error) {
 		return nil, fmt.Errorf("bridge: handover state: %w", err)
 	}
 	ho := &Handover{
-		Conn:    &classicwire.Detached{File: f, Pending: doc.Pending, NextID: doc.NextID},
+		Conn:    &classicwire.Detached{File: f, Pending: doc.Pending, NextID: doc.NextID, Stopped: fromUnixNano(doc.StoppedUnixNano)},
 		Timeout: time.Duration(doc.TimeoutNS),
 		Info:    server.RuntimeInfo{Name: doc.RuntimeName, Version: doc.RuntimeVersion},
 		Pods:    pods, Containers: ctrs,
@@ -231,6 +235,22 @@ func DecodeHandover(data []byte, f *os.File) (*Handover, error) {
 		ho.relay = append(ho.relay, relayBatch{plugin: b.Plugin, req: b.Updates, count: n})
 	}
 	return ho, nil
+}
+
+// unixNano is t's wall clock in nanoseconds, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromUnixNano is the inverse of unixNano.
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // syncPage writes pods and containers, each an encoding, as a

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 
@@ -77,14 +78,7 @@ func TestHandoverKeepsTheRuntimeConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(ho)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ho2, err := bridge.DecodeHandover(data, ho.Conn.File)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ho2 := crossProcesses(t, ho)
 	if len(ho2.Pods) != 1 || len(ho2.Containers) < 1 || ho2.Info.Name != "classic-runtime" {
 		t.Fatalf("handed over %d pods, %d containers, runtime %+v", len(ho2.Pods), len(ho2.Containers), ho2.Info)
 	}
@@ -92,17 +86,7 @@ func TestHandoverKeepsTheRuntimeConnection(t *testing.T) {
 	if !slices.EqualFunc(ho.Pods, ho2.Pods, bytes.Equal) || !slices.EqualFunc(ho.Containers, ho2.Containers, bytes.Equal) {
 		t.Fatal("the state's encodings changed on the way")
 	}
-	newRS, err := bridge.NewRuntimeSide(newN.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := newRS.Adopt(ctx, ho2); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = newRS.Run(runCtx); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
+	adoptOn(ctx, t, newN, sock, ho2)
 
 	var seq []string
 	for r := range results {
@@ -161,4 +145,80 @@ func TestHandoverResume(t *testing.T) {
 		t.Fatalf("Detach after Resume: %v", err)
 	}
 	_ = ho.Conn.File.Close()
+}
+
+// TestHandoverCountsTheWaitInTheSocket: the runtime's first request after
+// a takeover may have waited in the socket since the old nrid stopped
+// reading, and the runtime's timeout for it ran meanwhile; the new nrid's
+// hold on events (server.HoldEvents, for the old nrid's plugins) counts the
+// event's budget from then. The handover says the old nrid stopped reading
+// 59 minutes ago and the runtime's timeout is an hour: the middle of the
+// budget has passed, so the event is not held for the absent plugin at all
+// and the present one adjusts it. Counted from the read instead, the hold
+// would last half an hour and the runtime (whose real timeout is 2 s) would
+// give up on the bridge first.
+func TestHandoverCountsTheWaitInTheSocket(t *testing.T) {
+	sock := filepath.Join(tempDir(t), "nri.sock")
+	rt := startClassicRuntime(t, sock, []*v1alpha1.PodSandbox{alphaPod(1)}, nil)
+	oldN, newN := startNrid(t), startNrid(t)
+	envPlugin(t, newN, "NEW")
+	oldRS := attachBridge(t, oldN, sock)
+	rt.settled()
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
+	defer cancel()
+	ho, err := oldRS.Detach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ho.Conn.Stopped.IsZero() || ho.Conn.Stopped.After(time.Now()) {
+		t.Fatalf("the handover says the reader stopped at %v", ho.Conn.Stopped)
+	}
+	ho.Conn.Stopped = time.Now().Add(-59 * time.Minute)
+	ho.Timeout = time.Hour
+	ho2 := crossProcesses(t, ho)
+	if !ho2.Conn.Stopped.Equal(ho.Conn.Stopped) {
+		t.Fatalf("the moment the reader stopped did not cross the encoding: %v, sent %v", ho2.Conn.Stopped, ho.Conn.Stopped)
+	}
+	newN.srv.HoldEvents([]string{"20-gone"}, time.Now().Add(time.Hour))
+	adoptOn(ctx, t, newN, sock, ho2)
+
+	rsp, err := rt.a.CreateContainer(ctx, &v1alpha1.CreateContainerRequest{Pod: alphaPod(1), Container: alphaCtr(1, 1)})
+	if err != nil || len(rsp.GetAdjust().GetEnv()) != 1 || rsp.GetAdjust().GetEnv()[0].GetKey() != "NEW" {
+		t.Fatalf("the first creation after the handover: %v, %v", rsp.GetAdjust().GetEnv(), err)
+	}
+	if n := newN.srv.EventsHeld(); n != 0 {
+		t.Fatalf("%d events held", n)
+	}
+}
+
+// crossProcesses is ho after the encoding that crosses from the old nrid's
+// process to the new one's.
+func crossProcesses(t *testing.T, ho *bridge.Handover) *bridge.Handover {
+	t.Helper()
+	data, err := json.Marshal(ho)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ho2, err := bridge.DecodeHandover(data, ho.Conn.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ho2
+}
+
+// adoptOn continues the connection handed over in ho on n, as the new
+// nrid's runtime side, until the test ends.
+func adoptOn(ctx context.Context, t *testing.T, n *nrid, sock string, ho *bridge.Handover) {
+	t.Helper()
+	rs, err := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(sock), bridge.WithRuntimeLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Adopt(ctx, ho); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = rs.Run(runCtx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
 }

@@ -50,6 +50,10 @@ type RuntimeSide struct {
 	margin     time.Duration
 	minBackoff time.Duration
 	maxBackoff time.Duration
+	// noValidation keeps the bridge off the runtime's validation (a test
+	// option only, export_test.go: the measurement of what the
+	// subscription costs).
+	noValidation bool
 
 	mu       sync.Mutex
 	conn     *classicwire.Conn
@@ -75,6 +79,7 @@ type runtimeOptions struct {
 	name, idx              string
 	margin                 time.Duration
 	minBackoff, maxBackoff time.Duration
+	noValidation           bool
 }
 
 // check validates the options; its errors name the option.
@@ -147,18 +152,19 @@ func NewRuntimeSide(srv *server.Server, opts ...RuntimeOption) (*RuntimeSide, er
 		o.log = slog.Default()
 	}
 	return &RuntimeSide{
-		srv:        srv,
-		log:        o.log,
-		socket:     o.socket,
-		name:       o.name,
-		idx:        o.idx,
-		margin:     o.margin,
-		minBackoff: o.minBackoff,
-		maxBackoff: o.maxBackoff,
-		timeout:    DefaultRequestTimeout,
-		relay:      make(chan relayBatch, 256),
-		handoff:    handoff{resume: make(chan struct{}, 1)},
-		synced:     make(chan struct{}, 1),
+		srv:          srv,
+		log:          o.log,
+		socket:       o.socket,
+		name:         o.name,
+		idx:          o.idx,
+		margin:       o.margin,
+		minBackoff:   o.minBackoff,
+		maxBackoff:   o.maxBackoff,
+		timeout:      DefaultRequestTimeout,
+		noValidation: o.noValidation,
+		relay:        make(chan relayBatch, 256),
+		handoff:      handoff{resume: make(chan struct{}, 1)},
+		synced:       make(chan struct{}, 1),
 	}, nil
 }
 
@@ -282,10 +288,10 @@ func (r *RuntimeSide) connect(ctx context.Context, closed chan struct{}) error {
 	return nil
 }
 
-// budget returns the budget an event is dispatched with: the runtime's
-// timeout minus the margin, so skipped plugins and failures are answered
-// before the runtime gives up on the bridge.
-func (r *RuntimeSide) budget() server.EventOption {
+// timeouts returns the runtime's request timeout and the bridge's budget
+// for an event: the timeout minus the margin, so skipped plugins and
+// failures are answered before the runtime gives up on the bridge.
+func (r *RuntimeSide) timeouts() (timeout, budget time.Duration) {
 	r.mu.Lock()
 	t := r.timeout
 	r.mu.Unlock()
@@ -293,7 +299,7 @@ func (r *RuntimeSide) budget() server.EventOption {
 	if b < t/2 {
 		b = t / 2
 	}
-	return server.Budget(time.Now().Add(b))
+	return t, b
 }
 
 // relayBatch is one set of unsolicited updates on its way to the runtime.
@@ -383,6 +389,13 @@ type classicHandlers struct {
 	synchronized atomic.Bool
 	// methods serve the runtime's calls (runtime_serve.go).
 	methods methodTable
+	// stopped is when the previous owner of an adopted connection stopped
+	// reading it (classicwire.Detached.Stopped), until the first request is
+	// read; received is when the request being served was received, early
+	// whether before it was read (receipt). Only the connection's reader,
+	// which serves one request at a time, uses them.
+	stopped, received time.Time
+	early             bool
 }
 
 // lifecycleEvents is every event but validation.

@@ -79,6 +79,7 @@ func (h *classicHandlers) methodTable() methodTable {
 // serve answers one call of the classic runtime (classicwire.Handler) with
 // the method's entry of the table.
 func (h *classicHandlers) serve(ctx context.Context, method string, payload []byte) ([]byte, error) {
+	h.receipt(method)
 	f, ok := h.methods[method]
 	if !ok {
 		return nil, status.Errorf(codes.Unimplemented, "bridge: %s is not served", method)
@@ -109,8 +110,10 @@ func reshaped[Req any, R interface {
 }
 
 // decoded decodes an event's request straight into its v1beta1 message and
-// calls call with the budget and, with encoded, the payload as the
-// request's encoding.
+// calls call with the budget and the payload: with encoded as the
+// request's encoding (server.Encoded), otherwise for checking only
+// (server.Received). Either way the server refuses a request whose strings
+// are not valid UTF-8 before any plugin is called.
 func decoded[Req any, R interface {
 	*Req
 	unsafeDecoder
@@ -120,11 +123,54 @@ func decoded[Req any, R interface {
 		if err := req.UnmarshalVTUnsafe(payload); err != nil {
 			return nil, decodeError{err}
 		}
+		budget, receivedAt := h.budget()
 		if encoded {
-			return call(ctx, req, server.Encoded(payload), h.r.budget())
+			return call(ctx, req, server.Encoded(payload), budget, receivedAt)
 		}
-		return call(ctx, req, h.r.budget())
+		// Not sent, but checked as a runtime's input (UTF-8: the decoding
+		// above checks none).
+		return call(ctx, req, server.Received(payload), budget, receivedAt)
 	}
+}
+
+// budget returns the options that bound the request being served: its
+// budget counted from its receipt, and, when it was received before it was
+// read (the first request after a takeover), the moment of its receipt
+// (nil otherwise).
+func (h *classicHandlers) budget() (budget, received server.EventOption) {
+	_, b := h.r.timeouts()
+	at := h.received
+	if at.IsZero() {
+		at = time.Now() // a handler called without serve (tests)
+	}
+	if h.early {
+		received = server.ReceivedAt(at)
+	}
+	return server.Budget(at.Add(b)), received
+}
+
+// receipt notes when the request read now, method, was received: now, but
+// for the first request read from an adopted connection the moment the
+// previous owner stopped reading, since when it may have waited in the
+// socket while the runtime's timeout for it ran (bounded by that timeout:
+// an older request has timed out in the runtime already, and the two
+// processes' clocks might have stepped).
+func (h *classicHandlers) receipt(method string) {
+	now := time.Now()
+	h.received, h.early = now, false
+	stopped := h.stopped
+	if stopped.IsZero() {
+		return
+	}
+	h.stopped = time.Time{}
+	if !stopped.Before(now) {
+		return
+	}
+	if t, _ := h.r.timeouts(); stopped.Before(now.Add(-t)) {
+		stopped = now.Add(-t)
+	}
+	h.received, h.early = stopped, true
+	h.r.log.Info("first request after the handover", "method", method, "waited_in_socket", now.Sub(stopped).Round(time.Millisecond))
 }
 
 // creating calls a creating event's server method; the reply is empty, a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
@@ -14,6 +15,7 @@ import (
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
+	"github.com/nri-grpc/nri-grpc/nri"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -46,7 +48,8 @@ func TestMethodTable(t *testing.T) {
 
 // TestDirectDecoding: an event's entry decodes the request straight into
 // its v1beta1 message with the aliasing decoder, and calls the server's
-// method with the request's encoding and the budget.
+// method with the request's encoding (for a reshaped request: for checking
+// only) and the budget.
 func TestDirectDecoding(t *testing.T) {
 	want := fixture.CreateContainerRequest(1, 0)
 	b, err := want.MarshalVT()
@@ -57,7 +60,7 @@ func TestDirectDecoding(t *testing.T) {
 	var got *nriv1beta1.CreateContainerRequest
 	var opts int
 	entry := relayed(h, func(_ context.Context, req *nriv1beta1.CreateContainerRequest, o ...server.EventOption) ([]byte, error) {
-		got, opts = req, len(o)
+		got, opts = req, countOptions(o)
 		return []byte("reply"), nil
 	})
 	out, err := entry(context.Background(), b)
@@ -69,12 +72,23 @@ func TestDirectDecoding(t *testing.T) {
 	}
 	opts = -1
 	reshapedEntry := reshaped(h, func(_ context.Context, _ *nriv1beta1.UpdateContainerRequest, o ...server.EventOption) ([]byte, error) {
-		opts = len(o)
+		opts = countOptions(o)
 		return nil, nil
 	})
-	if _, err := reshapedEntry(context.Background(), nil); err != nil || opts != 1 {
-		t.Fatalf("a reshaped request: %v, %d options instead of the budget alone", err, opts)
+	if _, err := reshapedEntry(context.Background(), nil); err != nil || opts != 2 {
+		t.Fatalf("a reshaped request: %v, %d options instead of Received and Budget", err, opts)
 	}
+}
+
+// countOptions counts the options that are set (not nil).
+func countOptions(o []server.EventOption) int {
+	n := 0
+	for _, f := range o {
+		if f != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // TestStateChangeServed: a StateChange is served by its event's entry; an
@@ -178,5 +192,81 @@ func TestSynchronizeKeepsEncodings(t *testing.T) {
 		if p, c := srv.Snapshot(); len(p) != 2 || len(c) != 2 {
 			t.Fatalf("%s: the refused Synchronize changed the state", tc.name)
 		}
+	}
+}
+
+// countingPlugin is an in-process plugin that counts the events it gets.
+type countingPlugin struct {
+	nriv1beta1.UnimplementedPluginServiceServer
+	mu     sync.Mutex
+	events int
+}
+
+func (c *countingPlugin) Configure(context.Context, *nriv1beta1.ConfigureRequest) (*nriv1beta1.ConfigureResponse, error) {
+	return &nriv1beta1.ConfigureResponse{Events: int32(nri.EventMask(nriv1beta1.Event_EVENT_CREATE_CONTAINER, nriv1beta1.Event_EVENT_UPDATE_CONTAINER))}, nil
+}
+
+func (c *countingPlugin) Synchronize(_ context.Context, req *nriv1beta1.SynchronizeRequest) (*nriv1beta1.SynchronizeResponse, error) {
+	return &nriv1beta1.SynchronizeResponse{More: req.GetMore()}, nil
+}
+
+func (c *countingPlugin) CreateContainer(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events++
+	return &nriv1beta1.CreateContainerResponse{}, nil
+}
+
+func (c *countingPlugin) UpdateContainer(context.Context, *nriv1beta1.UpdateContainerRequest) (*nriv1beta1.UpdateContainerResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events++
+	return &nriv1beta1.UpdateContainerResponse{}, nil
+}
+
+// TestRuntimeInvalidUTF8Refused (issue 28 item 8b): a classic runtime's
+// request with a string that is not valid UTF-8 — handed over encoded
+// (CreateContainer) or reshaped by the server (UpdateContainer) — is
+// refused with INVALID_ARGUMENT naming the field, and no plugin is called.
+func TestRuntimeInvalidUTF8Refused(t *testing.T) {
+	srv, err := server.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	t.Cleanup(func() { _ = srv.Shutdown(ctx) })
+	if err := srv.SetRuntime(ctx, server.RuntimeInfo{Name: "classic", Version: "v0"}, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	plugin := &countingPlugin{}
+	if _, err := srv.RegisterInProcess(ctx, server.Registration{Name: "count", Index: "10", Identity: "builtin"}, plugin); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := NewRuntimeSide(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newClassicHandlers(rs)
+	bad := fixture.CreateContainerRequest(1, 0)
+	bad.Container.Name = "bad\xff"
+	create, err := bad.MarshalVT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	update, err := (&nriv1beta1.UpdateContainerRequest{Pod: bad.Pod, Container: bad.Container,
+		LinuxResources: &nriv1beta1.LinuxResources{}}).MarshalVT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for method, payload := range map[string][]byte{"CreateContainer": create, "UpdateContainer": update} {
+		_, err := h.serve(ctx, method, payload)
+		if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.HasPrefix(st.Message(), "container.name: not valid UTF-8") {
+			t.Errorf("%s with an invalid container name: %v, want INVALID_ARGUMENT naming container.name", method, err)
+		}
+	}
+	plugin.mu.Lock()
+	defer plugin.mu.Unlock()
+	if plugin.events != 0 {
+		t.Fatalf("the plugin was called %d times with the runtime's bad requests", plugin.events)
 	}
 }

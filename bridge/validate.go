@@ -80,21 +80,23 @@ func runtimeValidatesBridge(nriVersion string) bool {
 // validationEvents decides at Configure whether the bridge relays
 // rejections through the runtime's validation on this connection, and
 // returns the events it adds to the subscription: validation when it does.
-// It does when the runtime is safe for it (runtimeValidatesBridge) and
-// nri-grpc validates at that moment (a validating plugin is registered, or
-// a default-validator knob is set): a validator subscription makes the
-// runtime build and send a validation request for every CreateContainer,
-// which nearly doubles the runtime's CPU per creation and adds about a
-// third to the bridge path's latency (docs/bridge.md, "Validation
-// rejections"), so runtimes whose plugins cannot reject do not pay it. The subscription is fixed until the
-// next attach: a validator that registers later has its rejections
-// returned as CreateContainer errors until then.
+// It does whenever the runtime is safe for it (runtimeValidatesBridge),
+// whether or not nri-grpc validates at that moment. The subscription is
+// fixed until the next attach, while validators register and leave at any
+// time, and a rejection can come without any (the default validator of a
+// pod's required-plugins annotation): deciding by what is registered at
+// Configure gave a validator registering after the bridge attached the
+// CreateContainer error's shape, and the same validator known at Configure
+// (a restart with server.state_dir) the classic one (issue 28). So every
+// CreateContainer behind such a runtime is followed by the runtime's
+// validation request, which the bridge answers from the verdict it kept,
+// without decoding the request or calling the server (docs/bridge.md,
+// "Validation rejections", has the cost).
 func (h *classicHandlers) validationEvents(runtime, nriVersion string) v1alpha1.EventMask {
-	safe := runtimeValidatesBridge(nriVersion)
-	relay := safe && h.r.srv.Validates()
+	relay := runtimeValidatesBridge(nriVersion) && !h.r.noValidation
 	h.verdicts.setRelay(relay)
 	h.r.log.Info("classic runtime configured the bridge", "runtime", runtime, "nri_version", untrusted.Quote(nriVersion),
-		"rejections_via_runtime_validation", relay, "runtime_validates_safely", safe)
+		"rejections_via_runtime_validation", relay)
 	if !relay {
 		return 0
 	}

@@ -349,6 +349,42 @@ func TestValidationRejectionReachesRuntimeAsClassic(t *testing.T) {
 	}
 }
 
+// TestValidationRejectionShapeIndependentOfRegistrationOrder: behind NRI
+// v0.12.3, a gRPC validator that registers after the bridge attached gives
+// the runtime the same rejection, word for word, as one registered before
+// the runtime configured the bridge (issue 28: the first was the bridge's
+// CreateContainer status, the second the classic validator's error), and a
+// container created before any validator registered is accepted.
+func TestValidationRejectionShapeIndependentOfRegistrationOrder(t *testing.T) {
+	want := classicRejection(bridge.DefaultPluginIndex+"-"+bridge.DefaultPluginName, classicRejection("20-v", rejectReason))
+	for _, before := range []bool{true, false} {
+		name := map[bool]string{true: "validator known at Configure", false: "validator registering after the bridge attached"}[before]
+		t.Run(name, func(t *testing.T) {
+			n := startNrid(t)
+			if before {
+				grpcValidator(t, n)
+			}
+			sock := filepath.Join(tempDir(t), "nri.sock")
+			rt := startRuntimeV0123(t, sock, nil, nil)
+			attachBridge(t, n, sock)
+			rt.settled(t)
+			if !before {
+				if _, err := rt.create(t, alphaPod(1), named(alphaCtr(1, 0), "bad")); err != nil {
+					t.Fatalf("a creation without validators: %v", err)
+				}
+				grpcValidator(t, n)
+			}
+			_, err := rt.create(t, alphaPod(1), named(alphaCtr(1, 1), "bad"))
+			if err == nil || err.Error() != want {
+				t.Fatalf("the runtime's CreateContainer of a rejected container:\n got %v\nwant %s", err, want)
+			}
+			if _, err := rt.create(t, alphaPod(1), named(alphaCtr(1, 2), "good")); err != nil {
+				t.Fatalf("an accepted container: %v", err)
+			}
+		})
+	}
+}
+
 // TestValidationRejectionFailsClosedWhenBridgeGoes: the bridge answered
 // the CreateContainer of a rejected container with nothing and its
 // connection closed before the runtime's validation (nrid killed in that
@@ -539,12 +575,13 @@ func configureByHand(t *testing.T, n *nrid, nriVersion string) v1alpha1.EventMas
 // releases that call every subscribed validator, a closed one too
 // (docs/bridge.md); releases before v0.10.0 would refuse the subscription,
 // v0.10 and v0.11 announce no version, v0.12.5 skips closed validators.
-// And only when nri-grpc validates when the runtime configures the bridge:
-// the subscription costs the runtime a validation request per creation.
+// Whether nri-grpc validates at that moment does not matter: a validator
+// may register later, and its rejections must have the same shape (issue
+// 28), so the bridge subscribes with no validator behind it too.
 func TestBridgeSubscribesToValidationByNRIVersion(t *testing.T) {
 	n := startNrid(t)
-	if got := configureByHand(t, n, "v0.12.3"); got.IsSet(v1alpha1.Event_VALIDATE_CONTAINER_ADJUSTMENT) {
-		t.Errorf("subscribed to validation with no validator behind the bridge: %s", got.PrettyString())
+	if got := configureByHand(t, n, "v0.12.3"); !got.IsSet(v1alpha1.Event_VALIDATE_CONTAINER_ADJUSTMENT) {
+		t.Errorf("not subscribed to validation with no validator behind the bridge: %s", got.PrettyString())
 	}
 	grpcValidator(t, n)
 	for _, tc := range []struct {

@@ -30,24 +30,52 @@ type adaptationService struct {
 	attached *remoteRuntime
 }
 
+// The unary event handlers hand the server the encoding of the request
+// they pass on (encoded): the server checks it as a runtime's input (the
+// codec's vtprotobuf decoding checks no UTF-8: checkReceived) and sends it
+// to plugins as it is, so it encodes nothing again.
+
+// encoded returns the option handing the server req's encoding, or nil
+// (no option) when req does not encode; the server then encodes it itself.
+func encoded(req interface{ MarshalVT() ([]byte, error) }) EventOption {
+	raw, err := req.MarshalVT()
+	if err != nil {
+		return nil
+	}
+	return Encoded(raw)
+}
+
+// received is encoded for a request the server reshapes before plugins see
+// it: the encoding is checked, not sent.
+func received(req interface{ MarshalVT() ([]byte, error) }) EventOption {
+	raw, err := req.MarshalVT()
+	if err != nil {
+		return nil
+	}
+	return Received(raw)
+}
+
 func (a *adaptationService) RunPodSandbox(ctx context.Context, req *nriv1beta1.AdaptationServiceRunPodSandboxRequest) (*nriv1beta1.AdaptationServiceRunPodSandboxResponse, error) {
-	if err := a.s.RunPodSandbox(ctx, &nriv1beta1.RunPodSandboxRequest{Pod: req.GetPod()}); err != nil {
+	r := &nriv1beta1.RunPodSandboxRequest{Pod: req.GetPod()}
+	if err := a.s.RunPodSandbox(ctx, r, encoded(r)); err != nil {
 		return nil, err
 	}
 	return &nriv1beta1.AdaptationServiceRunPodSandboxResponse{}, nil
 }
 
 func (a *adaptationService) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.AdaptationServiceUpdatePodSandboxRequest) (*nriv1beta1.AdaptationServiceUpdatePodSandboxResponse, error) {
-	if err := a.s.UpdatePodSandbox(ctx, &nriv1beta1.UpdatePodSandboxRequest{
+	r := &nriv1beta1.UpdatePodSandboxRequest{
 		Pod: req.GetPod(), OverheadLinuxResources: req.GetOverheadLinuxResources(), LinuxResources: req.GetLinuxResources(),
-	}); err != nil {
+	}
+	if err := a.s.UpdatePodSandbox(ctx, r, encoded(r)); err != nil {
 		return nil, err
 	}
 	return &nriv1beta1.AdaptationServiceUpdatePodSandboxResponse{}, nil
 }
 
 func (a *adaptationService) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.AdaptationServicePostUpdatePodSandboxRequest) (*nriv1beta1.AdaptationServicePostUpdatePodSandboxResponse, error) {
-	errs, err := a.s.PostUpdatePodSandbox(ctx, &nriv1beta1.PostUpdatePodSandboxRequest{Pod: req.GetPod()})
+	r := &nriv1beta1.PostUpdatePodSandboxRequest{Pod: req.GetPod()}
+	errs, err := a.s.PostUpdatePodSandbox(ctx, r, encoded(r))
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +83,8 @@ func (a *adaptationService) PostUpdatePodSandbox(ctx context.Context, req *nriv1
 }
 
 func (a *adaptationService) StopPodSandbox(ctx context.Context, req *nriv1beta1.AdaptationServiceStopPodSandboxRequest) (*nriv1beta1.AdaptationServiceStopPodSandboxResponse, error) {
-	errs, err := a.s.StopPodSandbox(ctx, &nriv1beta1.StopPodSandboxRequest{Pod: req.GetPod()})
+	r := &nriv1beta1.StopPodSandboxRequest{Pod: req.GetPod()}
+	errs, err := a.s.StopPodSandbox(ctx, r, encoded(r))
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +92,8 @@ func (a *adaptationService) StopPodSandbox(ctx context.Context, req *nriv1beta1.
 }
 
 func (a *adaptationService) RemovePodSandbox(ctx context.Context, req *nriv1beta1.AdaptationServiceRemovePodSandboxRequest) (*nriv1beta1.AdaptationServiceRemovePodSandboxResponse, error) {
-	errs, err := a.s.RemovePodSandbox(ctx, &nriv1beta1.RemovePodSandboxRequest{Pod: req.GetPod()})
+	r := &nriv1beta1.RemovePodSandboxRequest{Pod: req.GetPod()}
+	errs, err := a.s.RemovePodSandbox(ctx, r, encoded(r))
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +101,13 @@ func (a *adaptationService) RemovePodSandbox(ctx context.Context, req *nriv1beta
 }
 
 func (a *adaptationService) CreateContainer(ctx context.Context, req *nriv1beta1.AdaptationServiceCreateContainerRequest) (*nriv1beta1.AdaptationServiceCreateContainerResponse, error) {
-	return a.s.CreateContainer(ctx, &nriv1beta1.CreateContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()})
+	r := &nriv1beta1.CreateContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()}
+	return a.s.CreateContainer(ctx, r, encoded(r))
 }
 
 func (a *adaptationService) PostCreateContainer(ctx context.Context, req *nriv1beta1.AdaptationServicePostCreateContainerRequest) (*nriv1beta1.AdaptationServicePostCreateContainerResponse, error) {
-	errs, err := a.s.PostCreateContainer(ctx, &nriv1beta1.PostCreateContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()})
+	r := &nriv1beta1.PostCreateContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()}
+	errs, err := a.s.PostCreateContainer(ctx, r, encoded(r))
 	if err != nil {
 		return nil, err
 	}
@@ -83,14 +115,16 @@ func (a *adaptationService) PostCreateContainer(ctx context.Context, req *nriv1b
 }
 
 func (a *adaptationService) StartContainer(ctx context.Context, req *nriv1beta1.AdaptationServiceStartContainerRequest) (*nriv1beta1.AdaptationServiceStartContainerResponse, error) {
-	if err := a.s.StartContainer(ctx, &nriv1beta1.StartContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()}); err != nil {
+	r := &nriv1beta1.StartContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()}
+	if err := a.s.StartContainer(ctx, r, encoded(r)); err != nil {
 		return nil, err
 	}
 	return &nriv1beta1.AdaptationServiceStartContainerResponse{}, nil
 }
 
 func (a *adaptationService) PostStartContainer(ctx context.Context, req *nriv1beta1.AdaptationServicePostStartContainerRequest) (*nriv1beta1.AdaptationServicePostStartContainerResponse, error) {
-	errs, err := a.s.PostStartContainer(ctx, &nriv1beta1.PostStartContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()})
+	r := &nriv1beta1.PostStartContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()}
+	errs, err := a.s.PostStartContainer(ctx, r, encoded(r))
 	if err != nil {
 		return nil, err
 	}
@@ -98,13 +132,16 @@ func (a *adaptationService) PostStartContainer(ctx context.Context, req *nriv1be
 }
 
 func (a *adaptationService) UpdateContainer(ctx context.Context, req *nriv1beta1.AdaptationServiceUpdateContainerRequest) (*nriv1beta1.AdaptationServiceUpdateContainerResponse, error) {
-	return a.s.UpdateContainer(ctx, &nriv1beta1.UpdateContainerRequest{
+	r := &nriv1beta1.UpdateContainerRequest{
 		Pod: req.GetPod(), Container: req.GetContainer(), LinuxResources: req.GetLinuxResources(),
-	})
+	}
+	// Checked only: the server reshapes the request before plugins see it.
+	return a.s.UpdateContainer(ctx, r, received(r))
 }
 
 func (a *adaptationService) PostUpdateContainer(ctx context.Context, req *nriv1beta1.AdaptationServicePostUpdateContainerRequest) (*nriv1beta1.AdaptationServicePostUpdateContainerResponse, error) {
-	errs, err := a.s.PostUpdateContainer(ctx, &nriv1beta1.PostUpdateContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()})
+	r := &nriv1beta1.PostUpdateContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()}
+	errs, err := a.s.PostUpdateContainer(ctx, r, encoded(r))
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +149,13 @@ func (a *adaptationService) PostUpdateContainer(ctx context.Context, req *nriv1b
 }
 
 func (a *adaptationService) StopContainer(ctx context.Context, req *nriv1beta1.AdaptationServiceStopContainerRequest) (*nriv1beta1.AdaptationServiceStopContainerResponse, error) {
-	return a.s.StopContainer(ctx, &nriv1beta1.StopContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()})
+	r := &nriv1beta1.StopContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()}
+	return a.s.StopContainer(ctx, r, encoded(r))
 }
 
 func (a *adaptationService) RemoveContainer(ctx context.Context, req *nriv1beta1.AdaptationServiceRemoveContainerRequest) (*nriv1beta1.AdaptationServiceRemoveContainerResponse, error) {
-	errs, err := a.s.RemoveContainer(ctx, &nriv1beta1.RemoveContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()})
+	r := &nriv1beta1.RemoveContainerRequest{Pod: req.GetPod(), Container: req.GetContainer()}
+	errs, err := a.s.RemoveContainer(ctx, r, encoded(r))
 	if err != nil {
 		return nil, err
 	}

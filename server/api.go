@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -45,6 +46,35 @@ func checkContainer(pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container) error
 	return nil
 }
 
+// checkReceived refuses a runtime's request whose received encoding
+// (Received, Encoded) is malformed or holds a string that is not valid
+// UTF-8, with INVALID_ARGUMENT naming the field ("container.name: not
+// valid UTF-8"): the vtprotobuf decoding of the bridge and of the
+// AdaptationService checks no UTF-8, and a plugin whose protobuf library
+// does would fail to decode the request and be counted as failing. It runs
+// before the event starts, so no plugin is called and none is blamed. A
+// request without a received encoding (an embedded runtime's, built in
+// Go) is not checked.
+func checkReceived(req proto.Message, opts []EventOption) error {
+	var o eventOptions
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	if o.received == nil {
+		return nil
+	}
+	err := checkWire(o.received, req.ProtoReflect().Descriptor(), 0)
+	if err == nil {
+		return nil
+	}
+	if f := (*wireFault)(nil); errors.As(err, &f) {
+		return invalid(f.field(), "%v", f.rule)
+	}
+	return invalid("request", "%v", err)
+}
+
 // notify runs a notification or teardown event: the plugins' errors are
 // collected, and after updates the state once the plugins were told.
 func notify[Req, Rsp proto.Message](ctx context.Context, s *Server, ev event[Req, Rsp], req Req,
@@ -64,6 +94,9 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandbo
 	if err := checkPod(req.GetPod()); err != nil {
 		return err
 	}
+	if err := checkReceived(req, opts); err != nil {
+		return err
+	}
 	return s.event(ctx, evRunPodSandbox.eventInfo, req.Pod, nil, opts, func(fl *flight) error {
 		_, err := dispatch(ctx, s, evRunPodSandbox, req, fl, nil)
 		if err == nil {
@@ -78,6 +111,9 @@ func (s *Server) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePod
 	if err := checkPod(req.GetPod()); err != nil {
 		return err
 	}
+	if err := checkReceived(req, opts); err != nil {
+		return err
+	}
 	return s.event(ctx, evUpdatePodSandbox.eventInfo, req.Pod, nil, opts, func(fl *flight) error {
 		_, err := dispatch(ctx, s, evUpdatePodSandbox, req, fl, nil)
 		return err
@@ -89,12 +125,18 @@ func (s *Server) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostU
 	if err := checkPod(req.GetPod()); err != nil {
 		return nil, err
 	}
+	if err := checkReceived(req, opts); err != nil {
+		return nil, err
+	}
 	return notify(ctx, s, evPostUpdatePodSandbox, req, req.Pod, nil, func() { s.state.setPod(req.Pod) }, opts)
 }
 
 // StopPodSandbox dispatches the stop of a pod sandbox.
 func (s *Server) StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSandboxRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkPod(req.GetPod()); err != nil {
+		return nil, err
+	}
+	if err := checkReceived(req, opts); err != nil {
 		return nil, err
 	}
 	return notify(ctx, s, evStopPodSandbox, req, req.Pod, nil, func() { s.state.setPod(req.Pod) }, opts)
@@ -105,6 +147,9 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePod
 	if err := checkPod(req.GetPod()); err != nil {
 		return nil, err
 	}
+	if err := checkReceived(req, opts); err != nil {
+		return nil, err
+	}
 	return notify(ctx, s, evRemovePodSandbox, req, req.Pod, nil, func() { s.state.deletePod(req.Pod.Id) }, opts)
 }
 
@@ -112,6 +157,9 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePod
 // merged, validated adjustments, updates and evictions.
 func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateContainerRequest, opts ...EventOption) (*nriv1beta1.AdaptationServiceCreateContainerResponse, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	if err := checkReceived(req, opts); err != nil {
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceCreateContainerResponse
@@ -183,6 +231,9 @@ func (s *Server) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCr
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
+	if err := checkReceived(req, opts); err != nil {
+		return nil, err
+	}
 	return notify(ctx, s, evPostCreateContainer, req, req.Pod, req.Container,
 		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED) }, opts)
 }
@@ -190,6 +241,9 @@ func (s *Server) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCr
 // StartContainer dispatches the start of a container.
 func (s *Server) StartContainer(ctx context.Context, req *nriv1beta1.StartContainerRequest, opts ...EventOption) error {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return err
+	}
+	if err := checkReceived(req, opts); err != nil {
 		return err
 	}
 	return s.event(ctx, evStartContainer.eventInfo, req.Pod, req.Container, opts, func(fl *flight) error {
@@ -206,6 +260,9 @@ func (s *Server) PostStartContainer(ctx context.Context, req *nriv1beta1.PostSta
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
+	if err := checkReceived(req, opts); err != nil {
+		return nil, err
+	}
 	return notify(ctx, s, evPostStartContainer, req, req.Pod, req.Container,
 		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_RUNNING) }, opts)
 }
@@ -214,6 +271,9 @@ func (s *Server) PostStartContainer(ctx context.Context, req *nriv1beta1.PostSta
 // target's final resources and the updates of other containers.
 func (s *Server) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateContainerRequest, opts ...EventOption) (*nriv1beta1.AdaptationServiceUpdateContainerResponse, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	if err := checkReceived(req, opts); err != nil {
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceUpdateContainerResponse
@@ -236,6 +296,9 @@ func (s *Server) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUp
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
+	if err := checkReceived(req, opts); err != nil {
+		return nil, err
+	}
 	return notify(ctx, s, evPostUpdateContainer, req, req.Pod, req.Container,
 		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_UNSPECIFIED) }, opts)
 }
@@ -244,6 +307,9 @@ func (s *Server) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUp
 // plugins asked for other containers. Errors never stop delivery.
 func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContainerRequest, opts ...EventOption) (*nriv1beta1.AdaptationServiceStopContainerResponse, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	if err := checkReceived(req, opts); err != nil {
 		return nil, err
 	}
 	var out *nriv1beta1.AdaptationServiceStopContainerResponse
@@ -275,6 +341,9 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 // RemoveContainer dispatches the removal of a container.
 func (s *Server) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
+		return nil, err
+	}
+	if err := checkReceived(req, opts); err != nil {
 		return nil, err
 	}
 	return notify(ctx, s, evRemoveContainer, req, req.Pod, req.Container, func() { s.state.deleteContainer(req.Container.Id) }, opts)

@@ -12,9 +12,11 @@ type EventOption func(*eventOptions)
 
 // eventOptions is what the EventOptions of one event set.
 type eventOptions struct {
-	raw       []byte    // the request's encoding (Encoded)
-	budget    time.Time // the caller's budget (Budget)
-	hasBudget bool
+	raw        []byte    // the request's encoding (Encoded)
+	received   []byte    // the encoding the request was decoded from (Received, Encoded)
+	budget     time.Time // the caller's budget (Budget)
+	hasBudget  bool
+	receivedAt time.Time // when the caller received the event (ReceivedAt); zero: the call
 }
 
 func applyEventOptions(opts []EventOption) eventOptions {
@@ -35,8 +37,24 @@ func applyEventOptions(opts []EventOption) eventOptions {
 // changes appended, to the plugins it calls over gRPC instead of encoding
 // the request itself. The server never writes into raw; the caller must not
 // modify it until the call returns.
+//
+// raw is also checked as Received does: a request whose encoding holds a
+// string that is not valid UTF-8 is refused before any plugin is called.
 func Encoded(raw []byte) EventOption {
-	return func(o *eventOptions) { o.raw = slices.Clip(raw) }
+	return func(o *eventOptions) { o.raw, o.received = slices.Clip(raw), raw }
+}
+
+// Received hands the server raw, the protobuf encoding the request passed
+// with it was decoded from, for checking only: the server refuses the
+// request with INVALID_ARGUMENT, naming the field, when raw is malformed or
+// holds a string that is not valid UTF-8 (docs/PROTOCOL.md, "Limits"),
+// before any plugin is called, and never sends raw. The vtprotobuf
+// decoding nri-grpc uses does not check UTF-8, and a strict plugin would
+// otherwise fail to decode the request and be blamed for it. Use it where
+// the request cannot be handed over with Encoded (the server reshapes
+// it); the caller must not modify raw until the call returns.
+func Received(raw []byte) EventOption {
+	return func(o *eventOptions) { o.received = raw }
 }
 
 // Budget bounds the event's dispatch by deadline: plugins are called only
@@ -47,4 +65,15 @@ func Encoded(raw []byte) EventOption {
 // context's own deadline should be later than the budget.
 func Budget(deadline time.Time) EventOption {
 	return func(o *eventOptions) { o.budget, o.hasBudget = deadline, true }
+}
+
+// ReceivedAt tells the server when the caller received the event, if that
+// was before the call: the event's budget (Budget) started then. A hold on
+// events (HoldEvents) ends by the middle of the budget counted from that
+// moment, so that what waited before the call — in a socket during a
+// handover from one nrid to the next, say — is not waited again. The
+// bridge passes the moment the previous nrid stopped reading for the
+// runtime's first request after a takeover.
+func ReceivedAt(t time.Time) EventOption {
+	return func(o *eventOptions) { o.receivedAt = t }
 }

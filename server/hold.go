@@ -18,11 +18,13 @@ type hold struct {
 // ("NN-name") is registered and ready, or until the time until, whichever
 // comes first; then dispatch goes on as usual (a required plugin still
 // absent fails creating events, see RequireUntilRegistered). Each event
-// waits at most half of what its budget (Budget) or its deadline
-// leaves, so that it is still answered in time. nrid uses it after taking
-// over from another nrid, while the plugins of the old one register again:
-// the runtime is attached the whole time and its events are delayed by the
-// plugins' return, not run without them. A later call replaces the hold;
+// waits at most until the middle of its budget (Budget) or of what its
+// deadline leaves, counted from when the caller received it (ReceivedAt), so
+// that the second half is left to the plugins and it is still answered in
+// time. nrid uses it after taking over from another nrid, while the
+// plugins of the old one register again: the runtime is attached the whole
+// time and its events are delayed by the plugins' return, not run without
+// them. A later call replaces the hold;
 // an empty names ends it.
 func (s *Server) HoldEvents(names []string, until time.Time) {
 	if len(names) == 0 {
@@ -42,10 +44,8 @@ func (s *Server) awaitHeld(ctx context.Context, o eventOptions, pod *nriv1beta1.
 	}
 	ev := &flight{pod: pod, ctr: ctr}
 	limit := h.until
-	if o.hasBudget {
-		limit = earliest(limit, time.Now().Add(time.Until(o.budget)/2))
-	} else if d, ok := ctx.Deadline(); ok {
-		limit = earliest(limit, time.Now().Add(time.Until(d)/2))
+	if l, ok := holdLimit(ctx, o, time.Now()); ok {
+		limit = earliest(limit, l)
 	}
 	var timer *time.Timer
 	s.holding.Add(1)
@@ -56,7 +56,12 @@ func (s *Server) awaitHeld(ctx context.Context, o eventOptions, pod *nriv1beta1.
 			timer.Stop()
 		}
 		if d := time.Since(start); d >= time.Millisecond {
-			s.log.Info("event held for the plugins of the previous nrid", "waited", d.Round(time.Millisecond))
+			attrs := []any{"waited", d.Round(time.Millisecond)}
+			if !o.receivedAt.IsZero() && o.receivedAt.Before(start) {
+				// It had waited this long before the call already.
+				attrs = append(attrs, "received_before", start.Sub(o.receivedAt).Round(time.Millisecond))
+			}
+			s.log.Info("event held for the plugins of the previous nrid", attrs...)
 		}
 	}()
 	for {
@@ -108,6 +113,25 @@ func (s *Server) heldPresent(h *hold, ev *flight) bool {
 		}
 	}
 	return true
+}
+
+// holdLimit is when an event's hold ends at the latest: the middle of its
+// budget (Budget), or of what its deadline leaves, counted from when the
+// caller received it (ReceivedAt; now when it did not say or says later).
+// Without either, false: the hold's own bound applies.
+func holdLimit(ctx context.Context, o eventOptions, now time.Time) (time.Time, bool) {
+	from := now
+	if !o.receivedAt.IsZero() && o.receivedAt.Before(now) {
+		from = o.receivedAt
+	}
+	end, ok := o.budget, o.hasBudget
+	if !ok {
+		end, ok = ctx.Deadline()
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return from.Add(end.Sub(from) / 2), true
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -56,6 +56,36 @@ func TestHoldEventsIsBoundedByTheBudget(t *testing.T) {
 	}
 }
 
+// TestHoldEventsCountsFromReceipt: an event the caller received long before
+// the call (ReceivedAt: it waited in a socket during a takeover) is held only
+// until the middle of its budget counted from then. Here that middle has
+// passed already: the event is dispatched at once, although its budget
+// still has an hour left and the hold is an hour long (a hold counted from
+// the call would last half an hour: the test would hang).
+func TestHoldEventsCountsFromReceipt(t *testing.T) {
+	h := newHarness(t)
+	p := h.plugin("20", "present", nil)
+	h.srv.HoldEvents([]string{"10-gone"}, time.Now().Add(time.Hour))
+	done := make(chan error, 1)
+	go func() {
+		now := time.Now()
+		_, err := h.srv.CreateContainer(h.ctx(), fixture.CreateContainerRequest(1, 0),
+			server.Budget(now.Add(time.Hour)), server.ReceivedAt(now.Add(-time.Hour-time.Second)))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("CreateContainer: %v", err)
+		}
+	case <-time.After(wait()):
+		t.Fatal("the event is held although the middle of its budget, counted from its receipt, has passed")
+	}
+	if got := h.log.Of(p.Full(), "CreateContainer"); len(got) != 1 {
+		t.Fatalf("the present plugin got %d CreateContainer calls, want 1", len(got))
+	}
+}
+
 // waitUntil polls cond until it holds, within the test's bound.
 func waitUntil(t *testing.T, cond func() bool, what string) {
 	t.Helper()

@@ -12,9 +12,11 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
 	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/nri"
+	"github.com/nri-grpc/nri-grpc/selector"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 
@@ -244,14 +246,16 @@ func TestHugeVetoMessageIsClipped(t *testing.T) {
 // before the endpoint is dialed, and refusals quote at most a prefix.
 func TestRegistrationLimits(t *testing.T) {
 	h := newHarness(t)
-	long := strings.Repeat("n", 1<<20)
+	// Half a MiB: over every field's bound, under the registration's own
+	// limit (codec.MaxRegisterPluginRequest, TestRegistrationOverItsLimit).
+	long := strings.Repeat("n", 512<<10)
 	cases := []struct {
 		what, name string
 		set        func(*testplugin.Plugin)
 		field      string
 	}{
-		{"a 1 MiB name", long, nil, "plugin_name"},
-		{"a 1 MiB name with a bad character", long + ",", nil, "plugin_name"},
+		{"a 512 KiB name", long, nil, "plugin_name"},
+		{"a 512 KiB name with a bad character", long + ",", nil, "plugin_name"},
 		{"plugin_version not UTF-8", "v", nil, "plugin_version"},
 		{"nanos out of range", "d", func(p *testplugin.Plugin) {
 			p.Timeouts = &nriv1beta1.Timeouts{Request: &durationpb.Duration{Seconds: 1, Nanos: 1_000_000_000}}
@@ -259,6 +263,14 @@ func TestRegistrationLimits(t *testing.T) {
 		{"nanos of the other sign", "d", func(p *testplugin.Plugin) {
 			p.Timeouts = &nriv1beta1.Timeouts{Synchronize: &durationpb.Duration{Seconds: 1, Nanos: -1}}
 		}, "timeouts.synchronize"},
+		{"a per-event entry without a duration", "d", func(p *testplugin.Plugin) {
+			p.Timeouts = &nriv1beta1.Timeouts{Events: []*nriv1beta1.EventTimeout{{Event: nriv1beta1.Event_EVENT_CREATE_CONTAINER}}}
+		}, "timeouts.events[0].timeout"},
+		{"two per-event entries for one event", "d", func(p *testplugin.Plugin) {
+			p.Timeouts = &nriv1beta1.Timeouts{Events: []*nriv1beta1.EventTimeout{
+				{Event: nriv1beta1.Event_EVENT_CREATE_CONTAINER, Timeout: durationpb.New(time.Second)},
+				{Event: nriv1beta1.Event_EVENT_CREATE_CONTAINER, Timeout: durationpb.New(2 * time.Second)}}}
+		}, "timeouts.events[1].event"},
 	}
 	for _, c := range cases {
 		t.Run(c.what, func(t *testing.T) {
@@ -284,6 +296,58 @@ func TestRegistrationLimits(t *testing.T) {
 				t.Fatalf("message (%d bytes) %.300q should name %s and be short", len(msg), msg, c.field)
 			}
 		})
+	}
+}
+
+// TestRegistrationOverItsLimit: a registration over the registration's own
+// limit (1 MiB, well under the 4 MiB maximum message size) is refused from
+// its size, before it is decoded, with RESOURCE_EXHAUSTED naming the limit
+// in a short message.
+func TestRegistrationOverItsLimit(t *testing.T) {
+	h := newHarness(t)
+	req := &nriv1beta1.RegisterPluginRequest{PluginName: strings.Repeat("n", codec.MaxRegisterPluginRequest), PluginIdx: "10",
+		Endpoint: "/nonexistent/dir/x.sock"}
+	stream, err := h.runtimeClient().RegisterPlugin(h.ctx(), req)
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	msg := status.Convert(err).Message()
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(msg, "RegisterPluginRequest of ") ||
+		!strings.Contains(msg, "limit of 1048576 bytes") || len(msg) > 200 {
+		t.Fatalf("got %v, want RESOURCE_EXHAUSTED naming the registration's limit, short", err)
+	}
+}
+
+// TestLargestRegistrationFitsItsLimit: a registration with every field and
+// every selector at its bound encodes well under the registration's own
+// limit, so the limit refuses only registrations nrid refuses anyway.
+func TestLargestRegistrationFitsItsLimit(t *testing.T) {
+	list := func() []string {
+		l := make([]string, selector.MaxEntries)
+		for i := range l {
+			l[i] = strings.Repeat("x", selector.MaxEntryLen)
+		}
+		return l
+	}
+	req := &nriv1beta1.RegisterPluginRequest{
+		PluginName: strings.Repeat("n", 128), PluginIdx: "10",
+		NriVersion: strings.Repeat("v", server.MaxVersionLen), PluginVersion: strings.Repeat("v", server.MaxVersionLen),
+		Endpoint: strings.Repeat("e", server.MaxEndpointLen), StatusReason: strings.Repeat("r", server.MaxMessageLen),
+		Capabilities: &nriv1beta1.Capabilities{MaxConcurrentCalls: 1 << 31, DryRun: true, MaxMessageSize: 1 << 31, Resync: true},
+		Timeouts:     &nriv1beta1.Timeouts{Request: durationpb.New(time.Hour), Synchronize: durationpb.New(time.Hour)},
+		Status:       nriv1beta1.PluginStatus_PLUGIN_STATUS_DEGRADED,
+	}
+	for e := nriv1beta1.Event_EVENT_UNSPECIFIED + 1; e < nriv1beta1.Event_EVENT_LAST; e++ {
+		req.Timeouts.Events = append(req.Timeouts.Events, &nriv1beta1.EventTimeout{Event: e, Timeout: durationpb.New(time.Hour)})
+	}
+	for range selector.MaxSelectors {
+		req.Selectors = append(req.Selectors, &nriv1beta1.EventSelector{Namespaces: list(), ContainerNames: list(), RuntimeHandlers: list(),
+			PodLabels: strings.Repeat("l", selector.MaxLabelSelectorLen)})
+	}
+	size := req.SizeVT()
+	t.Logf("the largest valid registration: %d bytes, the limit %d", size, codec.MaxRegisterPluginRequest)
+	if size > codec.MaxRegisterPluginRequest*7/8 {
+		t.Fatalf("the largest valid registration is %d bytes, too close to or over its limit of %d", size, codec.MaxRegisterPluginRequest)
 	}
 }
 

@@ -109,11 +109,23 @@ func checkRegistration(reg Registration) error {
 		return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
 			"timeouts.events", "timeouts.events: %d entries, at most one per event (%d)", n, nriv1beta1.Event_EVENT_LAST-1)
 	}
+	var seen [nriv1beta1.Event_EVENT_LAST]bool
 	for i, et := range t.GetEvents() {
 		e := et.GetEvent()
 		if e <= nriv1beta1.Event_EVENT_UNSPECIFIED || e >= nriv1beta1.Event_EVENT_LAST {
 			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
 				fmt.Sprintf("timeouts.events[%d].event", i), "timeouts.events[%d].event: %d is not an event", i, e)
+		}
+		if seen[e] {
+			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
+				fmt.Sprintf("timeouts.events[%d].event", i), "timeouts.events[%d].event: %v has an earlier entry; at most one per event", i, e)
+		}
+		seen[e] = true
+		// An entry is an override: one without a duration overrides
+		// nothing, and is a mistake of the plugin's, not a default.
+		if et.GetTimeout() == nil {
+			return refusal(codes.InvalidArgument, nriv1beta1.RegistrationRefusal_REGISTRATION_REFUSAL_INVALID_CAPABILITIES,
+				fmt.Sprintf("timeouts.events[%d].timeout", i), "timeouts.events[%d].timeout: missing; an entry must give the duration for %v", i, e)
 		}
 		if err := checkDuration(fmt.Sprintf("timeouts.events[%d].timeout", i), et.GetTimeout()); err != nil {
 			return err

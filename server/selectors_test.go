@@ -392,7 +392,7 @@ func waitGone(t *testing.T, h *harness, full string) {
 // ErrorInfo and BadRequest, and a short message; nothing is registered.
 func TestInvalidSelectorsRefused(t *testing.T) {
 	h := newHarness(t)
-	long := strings.Repeat("x", 1<<20)
+	long := strings.Repeat("x", 512<<10) // under the registration's own limit of 1 MiB
 	for _, tc := range []struct {
 		what  string
 		sels  []*nriv1beta1.EventSelector

@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -42,10 +44,47 @@ func checkWire(raw []byte, md protoreflect.MessageDescriptor, depth int) error {
 			continue
 		}
 		if err := checkField(fd, typ, val, depth); err != nil {
-			return fmt.Errorf("%s: %w", fd.Name(), err)
+			return below(string(fd.Name()), err)
 		}
 	}
 	return nil
+}
+
+// wireFault is a checkWire failure in a known field: the path of field
+// names to it, outermost first, and the rule it breaks. Its text is the
+// path and the rule joined by ": " ("container: name: not valid UTF-8").
+type wireFault struct {
+	inner []string // the path, innermost first (built on the way back)
+	rule  error
+}
+
+func (f *wireFault) Error() string {
+	var b strings.Builder
+	for i := len(f.inner) - 1; i >= 0; i-- {
+		b.WriteString(f.inner[i])
+		b.WriteString(": ")
+	}
+	b.WriteString(f.rule.Error())
+	return b.String()
+}
+
+func (f *wireFault) Unwrap() error { return f.rule }
+
+// field is the path as a field reference: "container.name".
+func (f *wireFault) field() string {
+	out := slices.Clone(f.inner)
+	slices.Reverse(out)
+	return strings.Join(out, ".")
+}
+
+// below puts err, a failure in field name's value, under name.
+func below(name string, err error) error {
+	var f *wireFault
+	if errors.As(err, &f) {
+		f.inner = append(f.inner, name)
+		return f
+	}
+	return &wireFault{inner: []string{name}, rule: err}
 }
 
 // checkField checks the value val (as it was on the wire, with a length

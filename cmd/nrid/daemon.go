@@ -48,8 +48,8 @@ type daemon struct {
 	tracer *telemetry.Telemetry
 	mx     *metrics.Metrics // nil without metrics_address
 
-	health   *health.Server
-	services []string // served service names, for health
+	health   *stoppingHealth // its Watch streams end at the stop
+	services []string        // served service names, for health
 	unix     *grpc.Server
 	tcp      *grpc.Server // nil without tcp.address
 	tlsConf  *tls.Config
@@ -136,7 +136,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, stdout, logOut io.Writer
 	// One instance of each service, shared by both listeners: the
 	// AdaptationService holds the one attached runtime.
 	rs, as, admin := d.srv.RuntimeService(), d.srv.AdaptationService(), d.srv.AdminService(adminOpts...)
-	d.health = health.NewServer()
+	d.health = newStoppingHealth(health.NewServer())
 
 	chain := interceptor.ServerOptions(
 		interceptor.WithLogger(d.log),
@@ -292,6 +292,10 @@ func (d *daemon) listen(in *inherited) (_ *listeners, err error) {
 				return nil, fmt.Errorf("bridge.plugin_socket: %w", err)
 			}
 		}
+		// The bridge closes it when its context ends, which may be before
+		// this nrid learns that a new one took it over: nrid removes the
+		// file itself once the bridge stopped (serving.removeClassicSocket).
+		l.classic.SetUnlinkOnClose(false)
 	}
 	return l, nil
 }
@@ -375,7 +379,7 @@ func serveGRPC(g *grpc.Server, l net.Listener) error {
 }
 
 // stop stops gracefully within server.stop_timeout: health goes
-// NOT_SERVING, plugins get Shutdown("server stopping") (server.Shutdown),
+// NOT_SERVING and its Watch streams end, plugins get Shutdown("server stopping") (server.Shutdown),
 // launched plugins are stopped, then the gRPC servers stop gracefully and
 // whatever is still running at the bound is cut.
 func (d *daemon) stop(sup *supervisor.Supervisor) {
@@ -383,7 +387,9 @@ func (d *daemon) stop(sup *supervisor.Supervisor) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Server.StopTimeout.D())
 	defer cancel()
 	d.log.Info("stopping", "bound", d.cfg.Server.StopTimeout.D().String())
-	d.health.Shutdown()
+	// NOT_SERVING, and the Watch streams end: the graceful stop below
+	// would wait for them.
+	d.health.end()
 	if err := d.srv.Shutdown(ctx); err != nil {
 		d.log.Warn("plugins did not all shut down in time", "error", err)
 	}

@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server"
 )
@@ -34,6 +36,14 @@ type rosterEntry struct {
 	// Selectors are the plugin's event selectors (selectors.go): while it
 	// is absent after a restart, it is required only for what they select.
 	Selectors []rosterSelector `json:"selectors,omitempty"`
+	// SelfConnected is a classic plugin that connected to
+	// bridge.plugin_socket by itself (nrid did not launch it): pkg/stub
+	// ends with its connection and never reconnects, so a restart does not
+	// wait for it unless it is required (planGate).
+	SelfConnected bool `json:"self_connected,omitempty"`
+	// Missed is a required plugin that a restart gate went on without: it
+	// stays required until it is back, but no later gate waits for it.
+	Missed bool `json:"missed,omitempty"`
 }
 
 // rosterDoc is the file's content.
@@ -49,12 +59,43 @@ func readyEntries(plugins []*nriv1beta1.PluginInfo) []rosterEntry {
 			continue
 		}
 		e := rosterEntry{Plugin: p.GetPlugin().GetIndex() + "-" + p.GetPlugin().GetName(), Required: p.GetFailurePolicy().GetFailRequest(),
-			Selectors: toRoster(p.GetSelectors())}
+			Selectors: toRoster(p.GetSelectors()), SelfConnected: selfConnected(p)}
 		if !slices.ContainsFunc(out, func(o rosterEntry) bool { return o.Plugin == e.Plugin }) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// selfConnected reports whether p is a classic plugin that connected to
+// the bridge's plugin socket by itself: the bridge registers the classic
+// plugins it launched under their launch slot ("launch:NN-name"), the
+// others under their peer's credentials.
+func selfConnected(p *nriv1beta1.PluginInfo) bool {
+	return p.GetKind() == nriv1beta1.PluginKind_PLUGIN_KIND_CLASSIC && !strings.HasPrefix(p.GetIdentity(), "launch:")
+}
+
+// planGate splits the roster read at a start into the plugins the restart
+// gate (and a takeover's hold on events) waits for and those it does not:
+// the [[plugin]] entry's wait_on_restart decides if it says; otherwise a
+// required plugin an earlier gate went on without is not waited for again
+// (it stays required), a required plugin is, a classic plugin that
+// connected by itself is not (pkg/stub never reconnects), and every other
+// plugin is: gRPC plugins (the SDKs register again within 200 ms of nrid
+// serving) and the plugins nrid launches itself, gRPC or classic.
+func planGate(gate []rosterEntry, p *policy.Policy) (wait, skip []rosterEntry) {
+	for _, e := range gate {
+		w, set := p.WaitOnRestart(e.Plugin)
+		if !set {
+			w = !e.Missed && (e.Required || p.Required(e.Plugin) || !e.SelfConnected)
+		}
+		if w {
+			wait = append(wait, e)
+		} else {
+			skip = append(skip, e)
+		}
+	}
+	return wait, skip
 }
 
 // roster keeps the list of registered plugins in server.state_dir, so
@@ -80,6 +121,7 @@ func (r *roster) owe(missing []rosterEntry) {
 	}
 	for _, e := range missing {
 		if e.Required {
+			e.Missed = true
 			r.owed[e.Plugin] = true
 			r.last = append(r.last, e)
 		}
@@ -214,32 +256,45 @@ func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, g
 	}
 }
 
-// awaitRestart is the restart gate: it waits until the plugins of gate,
-// registered before the restart, are back or grace has passed. Those that
-// were required and did not come back stay required until they do; it
-// returns them (for the roster: roster.owe).
-func (d *daemon) awaitRestart(ctx context.Context, gate []rosterEntry, grace time.Duration) (owed []rosterEntry) {
-	names := rosterNames(gate)
-	d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", names, "bound", grace)
-	start := time.Now()
-	if missing := awaitPlugins(ctx, d.srv, gate, grace); len(missing) > 0 {
-		var gone, required []string
-		for _, e := range missing {
-			gone = append(gone, e.Plugin)
-			if e.Required {
-				required = append(required, e.Plugin)
-			}
-		}
-		d.log.Warn("restart gate: bound passed without these plugins; the ones that were required stay required until they are back",
-			"missing", gone, "were_required", required, "waited", time.Since(start).Round(time.Millisecond))
-		d.srv.RequireUntilRegistered(required)
-		for _, e := range missing {
-			if e.Required {
-				owed = append(owed, e)
-			}
-		}
-		return owed
+// awaitRestart is the restart gate: it waits until the plugins of wait are
+// back or grace has passed; skip are the other plugins registered before
+// the restart (planGate). Those of both that were required and are not
+// back stay required until they are; it returns them (for the roster:
+// roster.owe). The others are forgotten: the roster records only the
+// plugins registered from now on.
+func (d *daemon) awaitRestart(ctx context.Context, wait, skip []rosterEntry, grace time.Duration) (owed []rosterEntry) {
+	if len(skip) > 0 {
+		d.log.Info("restart gate: not waiting for these plugins: classic plugins that connected by themselves, required plugins an earlier gate went on without, or wait_on_restart = false",
+			"plugins", rosterNames(skip))
 	}
-	d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
-	return nil
+	var missing []rosterEntry
+	if len(wait) > 0 {
+		d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", rosterNames(wait), "bound", grace)
+		start := time.Now()
+		if missing = awaitPlugins(ctx, d.srv, wait, grace); len(missing) > 0 {
+			d.log.Warn("restart gate: bound passed without these plugins; the ones that were required stay required until they are back",
+				"missing", rosterNames(missing), "were_required", requiredNames(missing), "waited", time.Since(start).Round(time.Millisecond))
+		} else {
+			d.log.Info("restart gate: every plugin is back", "waited", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	ready := readyEntries(d.srv.Plugins())
+	for _, e := range slices.Concat(missing, skip) {
+		if e.Required && !slices.ContainsFunc(ready, func(r rosterEntry) bool { return r.Plugin == e.Plugin }) {
+			owed = append(owed, e)
+		}
+	}
+	d.srv.RequireUntilRegistered(rosterNames(owed))
+	return owed
+}
+
+// requiredNames are the required plugins of entries.
+func requiredNames(entries []rosterEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if e.Required {
+			out = append(out, e.Plugin)
+		}
+	}
+	return out
 }

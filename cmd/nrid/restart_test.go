@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 )
@@ -149,5 +150,98 @@ func TestRosterEntries(t *testing.T) {
 	}
 	if got := names(r.entries([]*nriv1beta1.PluginInfo{info("10-a", ready)})); got != "[10-a]" {
 		t.Fatalf("owed plugin left after coming back: %s", got)
+	}
+}
+
+// TestPlanGate: which plugins of the roster a restart or a takeover waits
+// for. gRPC plugins come back by themselves (the SDKs), and so do the
+// plugins nrid launches; a classic plugin that connected by itself does
+// not (pkg/stub never reconnects) unless it is required, or the operator
+// says wait_on_restart; a required plugin an earlier gate went on without
+// is not waited for again; wait_on_restart = false waits for nobody.
+func TestPlanGate(t *testing.T) {
+	pol, err := policy.New(nil, policy.Options{Plugins: []policy.PluginRule{
+		{Name: "40-reconnects", WaitOnRestart: ptr(true)},
+		{Name: "50-grpc-never", WaitOnRestart: ptr(false)},
+		{Name: "classic-required", Required: ptr(true)},
+		{Name: "80-owed-wanted", WaitOnRestart: ptr(true)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := []rosterEntry{
+		{Plugin: "10-grpc"},
+		{Plugin: "20-launched-classic"},
+		{Plugin: "30-selfdial", SelfConnected: true},
+		{Plugin: "40-reconnects", SelfConnected: true},
+		{Plugin: "50-grpc-never"},
+		{Plugin: "60-selfdial-fail", SelfConnected: true, Required: true},
+		{Plugin: "61-classic-required", SelfConnected: true},
+		{Plugin: "70-owed", Required: true, Missed: true},
+		{Plugin: "80-owed-wanted", Required: true, Missed: true},
+	}
+	wait, skip := planGate(gate, pol)
+	if got, want := fmt.Sprint(rosterNames(wait)), "[10-grpc 20-launched-classic 40-reconnects 60-selfdial-fail 61-classic-required 80-owed-wanted]"; got != want {
+		t.Errorf("waits for %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(rosterNames(skip)), "[30-selfdial 50-grpc-never 70-owed]"; got != want {
+		t.Errorf("does not wait for %s, want %s", got, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestSelfConnected: the roster marks a classic plugin that connected to
+// the bridge's plugin socket by itself, not one nrid launched (its launch
+// slot is its identity), nor a gRPC plugin.
+func TestSelfConnected(t *testing.T) {
+	for _, c := range []struct {
+		kind     nriv1beta1.PluginKind
+		identity string
+		want     bool
+	}{
+		{nriv1beta1.PluginKind_PLUGIN_KIND_CLASSIC, "uid:0", true},
+		{nriv1beta1.PluginKind_PLUGIN_KIND_CLASSIC, "unknown", true},
+		{nriv1beta1.PluginKind_PLUGIN_KIND_CLASSIC, "launch:20-classic", false},
+		{nriv1beta1.PluginKind_PLUGIN_KIND_REMOTE, "uid:0", false},
+		{nriv1beta1.PluginKind_PLUGIN_KIND_LAUNCHED, "launch:10-grpc", false},
+	} {
+		p := &nriv1beta1.PluginInfo{Plugin: &nriv1beta1.PluginInstance{Index: "20", Name: "x"}, Kind: c.kind, Identity: c.identity,
+			State: nriv1beta1.PluginState_PLUGIN_STATE_READY}
+		if got := readyEntries([]*nriv1beta1.PluginInfo{p})[0].SelfConnected; got != c.want {
+			t.Errorf("%v %s: self_connected %v, want %v", c.kind, c.identity, got, c.want)
+		}
+	}
+}
+
+// TestRestartGateSkipsPluginsThatCannotComeBack: a restart waits only for
+// the plugins of the roster that come back (TestPlanGate): here the gRPC
+// plugin, not the classic plugin that had connected by itself nor the
+// required plugin an earlier gate went on without, however long the bound
+// (10 minutes: waiting for them would hang the test). The owed plugin
+// stays required, and on the roster; the classic one is forgotten.
+func TestRestartGateSkipsPluginsThatCannotComeBack(t *testing.T) {
+	state := tempDir(t)
+	roster := `{"plugins":[{"plugin":"10-alpha"},{"plugin":"20-selfdial","self_connected":true},{"plugin":"30-owed","required":true,"missed":true}]}`
+	if err := os.WriteFile(filepath.Join(state, rosterFile), []byte(roster), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := startNrid(t, gateConfig(state, "10m"))
+	n.logs.wait(t, reLog(`restart gate: not waiting for these plugins[^\n]* plugins="\[20-selfdial 30-owed\]"`), n.done)
+	n.logs.wait(t, reLog(`restart gate: waiting for the plugins registered before the restart" .*plugins=\[10-alpha\]`), n.done)
+	cc := n.conn(t)
+	_, err := createContainer(t, cc, 1)
+	wantCode(t, "CreateContainer during the gate, without 30-owed", err, codes.Unavailable, `required plugins ["30-owed"] not present`)
+	registerOn(t, n, "10", "alpha")
+	n.logs.wait(t, reMsg("restart gate: every plugin is back"), n.done)
+	waitHealth(t, cc, healthpb.HealthCheckResponse_SERVING)
+	if m := n.logs.wait(t, reLog(`restart gate: recorded the registered plugins" .*plugins="?(\[[^\]]*\])`), n.done); m[1] != "[10-alpha 30-owed]" {
+		t.Fatalf("recorded %s after the gate, want [10-alpha 30-owed]", m[1])
+	}
+	_, err = createContainer(t, cc, 2)
+	wantCode(t, "CreateContainer after the gate, without 30-owed", err, codes.Unavailable, `required plugins ["30-owed"] not present`)
+	data, err := os.ReadFile(filepath.Join(state, rosterFile))
+	if err != nil || !strings.Contains(string(data), `{"plugin":"30-owed","required":true,"missed":true}`) {
+		t.Fatalf("the roster %s (%v) does not keep 30-owed as missed", data, err)
 	}
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -28,10 +31,12 @@ type serving struct {
 	stopMetrics context.CancelFunc
 	metricsDone chan struct{}
 
-	ros   *roster       // server.state_dir's record of the registered plugins; nil without
-	gate  []rosterEntry // the plugins registered before the restart
-	grace time.Duration // server.restart_grace
-	gated bool          // health and the runtime wait for gate
+	ros     *roster       // server.state_dir's record of the registered plugins; nil without
+	gate    []rosterEntry // the plugins registered before the restart
+	awaited []rosterEntry // those of gate the restart gate waits for (planGate)
+	skipped []rosterEntry // the others
+	grace   time.Duration // server.restart_grace
+	gated   bool          // the restart gate runs; health and the runtime wait for awaited
 
 	sup        *supervisor.Supervisor // nil without launch directories
 	ps         *bridge.PluginSide     // the bridge's plugin side, if configured
@@ -130,10 +135,12 @@ func (d *daemon) probes() []metrics.ServeOption {
 }
 
 // loadGate reads the restart gate: the plugins registered before a restart
-// get restart_grace to register again before nrid attaches to the runtime
-// and reports SERVING. After a takeover the runtime stays attached and its
-// events wait for them instead (server.HoldEvents). It sets the health
-// nrid starts with.
+// that can come back (planGate) get restart_grace to register again before
+// nrid attaches to the runtime and reports SERVING. After a takeover the
+// runtime stays attached and its events wait for them instead
+// (server.HoldEvents). The required ones it does not wait for are required
+// from the start (server.RequireUntilRegistered). It sets the health nrid
+// starts with.
 func (s *serving) loadGate() {
 	d := s.d
 	if dir := d.cfg.Server.StateDir; dir != "" {
@@ -148,7 +155,11 @@ func (s *serving) loadGate() {
 	rememberSelectors(d.srv, s.gate, d.policy.Selectors(), d.log)
 	s.grace = d.cfg.Server.RestartGrace.D()
 	s.gated = len(s.gate) > 0 && s.grace > 0
-	if s.gated || d.cfg.Runtime.Required {
+	if s.gated {
+		s.awaited, s.skipped = planGate(s.gate, d.policy)
+	}
+	d.srv.RequireUntilRegistered(requiredNames(s.skipped))
+	if (s.gated && len(s.awaited) > 0) || d.cfg.Runtime.Required {
 		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
 	} else {
 		d.setHealth(healthpb.HealthCheckResponse_SERVING)
@@ -175,8 +186,11 @@ func (s *serving) startBridge(bridgeCtx context.Context) error {
 func (s *serving) abort(err error) {
 	if s.in != nil {
 		s.in.taken.Refuse(err)
+		// The old nrid goes on with these sockets.
+		s.l.unix.SetUnlinkOnClose(false)
 	}
 	s.stopBridge()
+	s.removeClassicSocket(s.in == nil)
 	s.d.stop(s.sup)
 	s.stopMetrics()
 	<-s.metricsDone
@@ -194,9 +208,10 @@ func (s *serving) continueTakeover(ctx context.Context) error {
 		close(s.heldDone)
 		return nil
 	}
-	// Events wait for the old nrid's plugins from the first one read.
-	if s.gated {
-		d.srv.HoldEvents(rosterNames(s.gate), time.Now().Add(s.grace))
+	// Events wait for the old nrid's plugins that come back from the first
+	// one read.
+	if len(s.awaited) > 0 {
+		d.srv.HoldEvents(rosterNames(s.awaited), time.Now().Add(s.grace))
 	}
 	adopted, err := d.adoptRuntime(ctx, in, d.rs)
 	if err != nil {
@@ -219,10 +234,10 @@ func (s *serving) continueTakeover(ctx context.Context) error {
 		close(s.heldDone)
 	case s.gated:
 		s.gated = false
-		gate, grace := s.gate, s.grace
+		awaited, skipped, grace := s.awaited, s.skipped, s.grace
 		go func() {
 			defer close(s.heldDone)
-			owed := d.awaitRestart(ctx, gate, grace)
+			owed := d.awaitRestart(ctx, awaited, skipped, grace)
 			if s.ros != nil {
 				s.ros.owe(owed)
 			}
@@ -267,7 +282,7 @@ func (s *serving) openGate(ctx, watchCtx, bridgeCtx context.Context) {
 	d := s.d
 	go d.watchPluginHealth(watchCtx) // per-plugin health services (status.go)
 	if s.gated {
-		owed := d.awaitRestart(ctx, s.gate, s.grace)
+		owed := d.awaitRestart(ctx, s.awaited, s.skipped, s.grace)
 		if s.ros != nil {
 			s.ros.owe(owed)
 		}
@@ -354,6 +369,19 @@ func (s *serving) wait(ctx context.Context, hsReady <-chan *handoverServer) (hs 
 	}
 }
 
+// removeClassicSocket removes the classic plugin socket's file once the
+// bridge, which closed its listener, has stopped, if it is this nrid's own
+// (no new nrid took it over, and this one did not inherit it from an nrid
+// that goes on).
+func (s *serving) removeClassicSocket(own bool) {
+	if !own || s.l.classic == nil {
+		return
+	}
+	if err := os.Remove(s.l.classic.Addr().String()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.d.log.Warn("removing the classic plugin socket", "error", err)
+	}
+}
+
 // shutdown stops what serve started, in order; after a takeover the
 // sockets stay where they are, served by the new nrid, which is told last.
 func (s *serving) shutdown(stopWatch context.CancelFunc, hs *handoverServer, takenBy *net.UnixConn) {
@@ -362,13 +390,11 @@ func (s *serving) shutdown(stopWatch context.CancelFunc, hs *handoverServer, tak
 	}
 	if takenBy != nil {
 		s.l.unix.SetUnlinkOnClose(false)
-		if s.l.classic != nil {
-			s.l.classic.SetUnlinkOnClose(false)
-		}
 	}
 	stopWatch()
 	<-s.keepDone // the roster stays the set from before the stop
 	s.stopBridge()
+	s.removeClassicSocket(takenBy == nil)
 	<-s.launchDone
 	s.d.stop(s.sup)
 	s.stopMetrics() // last: the metrics of the stop are still served

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
+	"github.com/containerd/nri/pkg/stub"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
@@ -21,6 +23,22 @@ type envInjector struct{}
 
 func (envInjector) CreateContainer(context.Context, *nriv1beta1.CreateContainerRequest) (*nriv1beta1.CreateContainerResponse, error) {
 	return plugin.NewAdjustment().AddEnv("TAKEOVER", "yes").Response(), nil
+}
+
+// runEnvInjector runs envInjector as 10-env on n (and on the nrids after
+// it, on the same socket: the SDK registers again) until the test ends.
+func runEnvInjector(t *testing.T, n *nrid) {
+	t.Helper()
+	p, err := plugin.New(envInjector{}, plugin.WithName("env"), plugin.WithIndex("10"),
+		plugin.WithServerAddress("unix://"+n.sock), plugin.WithSocketDir(n.plugins),
+		plugin.WithLogger(testplugin.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stopPlugin := context.WithCancel(context.Background())
+	pdone := make(chan error, 1)
+	go func() { pdone <- p.Run(pctx) }()
+	t.Cleanup(func() { stopPlugin(); t.Logf("plugin: %v", <-pdone) })
 }
 
 // waitServing waits until n reports SERVING.
@@ -61,16 +79,7 @@ func TestTakeoverKeepsTheRuntimeConnection(t *testing.T) {
 
 	first := startNridAt(t, dir, cfg)
 	waitServing(t, first)
-	p, err := plugin.New(envInjector{}, plugin.WithName("env"), plugin.WithIndex("10"),
-		plugin.WithServerAddress("unix://"+first.sock), plugin.WithSocketDir(first.plugins),
-		plugin.WithLogger(testplugin.Logger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, stopPlugin := context.WithCancel(context.Background())
-	pdone := make(chan error, 1)
-	go func() { pdone <- p.Run(pctx) }()
-	t.Cleanup(func() { stopPlugin(); t.Logf("plugin: %v", <-pdone) })
+	runEnvInjector(t, first)
 	first.logs.wait(t, reLog(`restart gate: recorded the registered plugins" .*plugins=\[10-env\]`), first.done)
 	a.BlockPluginSync().Unblock()
 
@@ -146,5 +155,83 @@ func TestTakeoverKeepsTheRuntimeConnection(t *testing.T) {
 		Container: &v1alpha1.Container{Id: "last", PodSandboxId: "pod0", Name: "last"}})
 	if err != nil || len(rsp.GetAdjust().GetEnv()) != 1 {
 		t.Fatalf("after the second takeover: %v %v; log:\n%s", rsp.GetAdjust().GetEnv(), err, third.logs.String())
+	}
+}
+
+// TestTakeoverForgetsSelfConnectedClassicPlugins (issue 28, item 5): a
+// classic plugin (upstream pkg/stub) connected to nrid's classic plugin
+// socket by itself, beside a required Go SDK plugin. After a takeover it
+// cannot come back (pkg/stub ends with its connection): the new nrid holds
+// the runtime's events for the SDK plugin only, however long restart_grace
+// (10 minutes: waiting for the classic plugin would hang the test), and
+// its roster forgets the classic plugin, so that the next restart does not
+// wait for it either.
+func TestTakeoverForgetsSelfConnectedClassicPlugins(t *testing.T) {
+	dir := tempDir(t)
+	rtSock := filepath.Join(dir, "nri.sock")
+	classicSock := filepath.Join(dir, "classic.sock")
+	a := startClassicRuntime(t, dir, rtSock)
+	state := filepath.Join(dir, "state")
+	cfg := fmt.Sprintf("[server]\nstate_dir = %q\nrestart_grace = \"10m\"\n[runtime]\nrequired = true\n[bridge]\nruntime_socket = %q\nplugin_socket = %q\n"+
+		"[[plugin]]\nname = \"10-env\"\nrequired = true\n", state, rtSock, classicSock)
+
+	first := startNridAt(t, dir, cfg)
+	waitServing(t, first)
+	runEnvInjector(t, first)
+	closed := make(chan struct{})
+	st, err := stub.New(classicAnnotator{}, stub.WithPluginName("selfdial"), stub.WithPluginIdx("20"), stub.WithSocketPath(classicSock),
+		stub.WithOnClose(func() { close(closed) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Stop)
+	first.logs.wait(t, reLog(`restart gate: recorded the registered plugins" .*plugins="\[10-env 20-selfdial\]"`), first.done)
+	a.BlockPluginSync().Unblock()
+
+	second := startNridAt(t, dir, cfg, "--takeover")
+	select {
+	case err := <-first.done:
+		first.stopped = true
+		if err != nil {
+			t.Fatalf("the old nrid returned %v", err)
+		}
+	case <-time.After(testTimeout()):
+		t.Fatalf("the old nrid did not stop; log:\n%s", first.logs.String())
+	}
+	select {
+	case <-closed:
+	case <-time.After(testTimeout()):
+		t.Fatal("the classic plugin's connection did not end with the old nrid")
+	}
+	if _, err := os.Lstat(classicSock); err != nil {
+		t.Errorf("the classic plugin socket is gone after the old nrid stopped: %v", err)
+	}
+	second.logs.wait(t, reLog(`restart gate: not waiting for these plugins[^\n]* plugins=\[20-selfdial\]`), second.done)
+	second.logs.wait(t, reLog(`restart gate: waiting for the plugins registered before the restart" .*plugins=\[10-env\]`), second.done)
+	second.logs.wait(t, reMsg("restart gate: every plugin is back"), second.done)
+	second.logs.wait(t, reLog(`restart gate: recorded the registered plugins" .*plugins=\[10-env\]`), second.done)
+	rsp, err := a.CreateContainer(testCtx(t), &v1alpha1.CreateContainerRequest{
+		Pod:       &v1alpha1.PodSandbox{Id: "pod0", Name: "pod0", Namespace: "default"},
+		Container: &v1alpha1.Container{Id: "ctr0", PodSandboxId: "pod0", Name: "ctr0"}})
+	if err != nil || len(rsp.GetAdjust().GetEnv()) != 1 {
+		t.Fatalf("after the takeover: %v %v", rsp.GetAdjust().GetEnv(), err)
+	}
+
+	// The next start (the roster survives nrid's own stop) waits for the
+	// SDK plugin only.
+	second.stop(t)
+	third := startNridAt(t, dir, cfg)
+	third.logs.wait(t, reLog(`restart gate: waiting for the plugins registered before the restart" .*plugins=\[10-env\]`), third.done)
+	third.logs.wait(t, reMsg("restart gate: every plugin is back"), third.done)
+	if strings.Contains(third.logs.String(), "20-selfdial") {
+		t.Errorf("the next nrid still knows 20-selfdial:\n%s", third.logs.String())
+	}
+	waitServing(t, third) // attached: its stop does not cut the bridge's registration with the runtime
+	third.stop(t)
+	if _, err := os.Lstat(classicSock); err == nil {
+		t.Errorf("nrid left its classic plugin socket %s behind", classicSock)
 	}
 }

@@ -1,14 +1,19 @@
 // Command device-injector is an example NRI plugin: it injects Linux
-// device nodes, mounts and CDI devices into containers, as pod annotations
-// ask. It is the nri-grpc version of classic NRI's device-injector sample
-// and reads the same annotations:
+// device nodes, mounts and CDI devices into containers and sets their I/O
+// priority, as pod annotations ask. It is the nri-grpc version of those
+// parts of classic NRI's device-injector sample (containerd/nri
+// plugins/device-injector) and gives a container the same adjustment for
+// the same annotations:
 //
 //	devices.noderesource.dev      a YAML list of devices
 //	mounts.noderesource.dev       a YAML list of mounts
 //	cdi-devices.noderesource.dev  a YAML list of CDI device names
+//	io-priority.noderesource.dev  a YAML I/O priority: class, priority
 //
 // each with a "/container.<name>" suffix for one container, or "/pod" (or
-// no suffix) for every container of the pod. See README.md.
+// no suffix) for every container of the pod. The sample's other
+// annotations (network devices, scheduling policy, sysctls, memory policy)
+// and its deprecated "*.nri.io" keys are not read. See README.md.
 package main
 
 import (
@@ -35,17 +40,35 @@ const (
 	DevicesKey    = "devices.noderesource.dev"
 	MountsKey     = "mounts.noderesource.dev"
 	CDIDevicesKey = "cdi-devices.noderesource.dev"
+	IOPriorityKey = "io-priority.noderesource.dev"
 )
 
-// device is an annotated device node.
+// device is an annotated device node. A file_mode, uid or gid of 0 is the
+// same as none, as in classic NRI's sample: the runtime's defaults apply.
 type device struct {
-	Path     string  `yaml:"path"`
-	Type     string  `yaml:"type"`
-	Major    int64   `yaml:"major"`
-	Minor    int64   `yaml:"minor"`
-	FileMode *uint32 `yaml:"file_mode"`
-	UID      *uint32 `yaml:"uid"`
-	GID      *uint32 `yaml:"gid"`
+	Path     string `yaml:"path"`
+	Type     string `yaml:"type"`
+	Major    int64  `yaml:"major"`
+	Minor    int64  `yaml:"minor"`
+	FileMode uint32 `yaml:"file_mode"`
+	UID      uint32 `yaml:"uid"`
+	GID      uint32 `yaml:"gid"`
+}
+
+// ioPriority is an annotated I/O priority: class is one of IOPRIO_CLASS_NONE,
+// IOPRIO_CLASS_RT, IOPRIO_CLASS_BE and IOPRIO_CLASS_IDLE (ioprio_set(2)),
+// priority its level.
+type ioPriority struct {
+	Class    string `yaml:"class"`
+	Priority int32  `yaml:"priority"`
+}
+
+// ioPrioClasses maps the annotation's class names to the API's.
+var ioPrioClasses = map[string]nriv1beta1.IOPrioClass{
+	"IOPRIO_CLASS_NONE": nriv1beta1.IOPrioClass_IO_PRIO_CLASS_NONE,
+	"IOPRIO_CLASS_RT":   nriv1beta1.IOPrioClass_IO_PRIO_CLASS_RT,
+	"IOPRIO_CLASS_BE":   nriv1beta1.IOPrioClass_IO_PRIO_CLASS_BE,
+	"IOPRIO_CLASS_IDLE": nriv1beta1.IOPrioClass_IO_PRIO_CLASS_IDLE,
 }
 
 // mount is an annotated mount.
@@ -102,7 +125,30 @@ func (i *injector) CreateContainer(_ context.Context, req *nriv1beta1.CreateCont
 		adjust.AddCDIDevice(&nriv1beta1.CDIDevice{Name: name})
 		i.log.Info("injecting CDI device", "pod", pod.GetName(), "container", ctr.GetName(), "name", name)
 	}
+	var prio *ioPriority
+	if err := lookup(annotations, IOPriorityKey, ctr.GetName(), &prio); err != nil {
+		return nil, err
+	}
+	if prio != nil {
+		// An unknown class sets no priority, with a warning, as in the
+		// classic sample.
+		if class, ok := ioPrioClasses[prio.Class]; ok {
+			adjust.SetLinuxIOPriority(&nriv1beta1.LinuxIOPriority{Class: class, Priority: prio.Priority})
+			i.log.Info("setting I/O priority", "pod", pod.GetName(), "container", ctr.GetName(), "class", prio.Class, "priority", prio.Priority)
+		} else {
+			i.log.Warn("unknown I/O priority class; no I/O priority set", "pod", pod.GetName(), "container", ctr.GetName(),
+				"annotation", IOPriorityKey, "class", untrustedShort(prio.Class))
+		}
+	}
 	return adjust.Response(), nil
+}
+
+// untrustedShort quotes at most the first 64 bytes of an annotated value.
+func untrustedShort(s string) string {
+	if len(s) > 64 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:64], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 // lookup decodes the effective annotation key of container ctr into out;
@@ -129,14 +175,14 @@ func (d device) toNRI() (*nriv1beta1.LinuxDevice, error) {
 		return nil, fmt.Errorf("device %s: type %q is not one of c, b, u, p", d.Path, d.Type)
 	}
 	out := &nriv1beta1.LinuxDevice{Path: d.Path, Type: d.Type, Major: d.Major, Minor: d.Minor}
-	if d.FileMode != nil {
-		out.FileMode = wrapperspb.UInt32(*d.FileMode)
+	if d.FileMode != 0 {
+		out.FileMode = wrapperspb.UInt32(d.FileMode)
 	}
-	if d.UID != nil {
-		out.Uid = wrapperspb.UInt32(*d.UID)
+	if d.UID != 0 {
+		out.Uid = wrapperspb.UInt32(d.UID)
 	}
-	if d.GID != nil {
-		out.Gid = wrapperspb.UInt32(*d.GID)
+	if d.GID != 0 {
+		out.Gid = wrapperspb.UInt32(d.GID)
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/plugin"
@@ -45,8 +46,9 @@ func TestDeviceInjector(t *testing.T) {
 	// app-0 has its own device annotation; mounts apply pod-wide.
 	adj := env.CreateContainer(t, pod, plugintest.Container(0, 0)).GetAdjust()
 	devs := adj.GetLinux().GetDevices()
+	// uid: 0 is no uid, as in classic NRI's sample.
 	if len(devs) != 1 || devs[0].GetPath() != "/dev/nri-null" || devs[0].GetMajor() != 1 || devs[0].GetMinor() != 3 ||
-		devs[0].GetFileMode().GetValue() != 0o660 || devs[0].GetUid() == nil || devs[0].GetGid() != nil {
+		devs[0].GetFileMode().GetValue() != 0o660 || devs[0].GetUid() != nil || devs[0].GetGid() != nil {
 		t.Errorf("app-0 devices: %v", devs)
 	}
 	if m := adj.GetMounts(); len(m) != 1 || m[0].GetDestination() != "/shared" || m[0].GetSource() != "/srv/shared" {
@@ -97,13 +99,76 @@ func TestDeviceInjectorBadAnnotationVetoes(t *testing.T) {
 }
 
 func TestDeviceConversion(t *testing.T) {
-	mode := uint32(0o600)
-	d, err := device{Path: "/dev/x", Type: "b", Major: 8, Minor: 1, FileMode: &mode}.toNRI()
+	d, err := device{Path: "/dev/x", Type: "b", Major: 8, Minor: 1, FileMode: 0o600}.toNRI()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &nriv1beta1.LinuxDevice{Path: "/dev/x", Type: "b", Major: 8, Minor: 1}
 	if d.GetPath() != want.GetPath() || d.GetFileMode().GetValue() != 0o600 || d.GetUid() != nil {
 		t.Errorf("toNRI = %v", d)
+	}
+}
+
+// TestSameAdjustmentAsClassicSample: for the annotations of classic NRI's
+// sample pod (containerd/nri plugins/device-injector,
+// sample-device-inject.yaml), with an explicit "uid: 0, gid: 0,
+// file_mode: 0" and an I/O priority added, each container gets the
+// adjustment classic NRI's device-injector gives it — so the same OCI
+// spec: a file mode, uid or gid of 0 is left out (the runtime's default),
+// the I/O priority is set for every container, an unknown I/O priority
+// class sets none.
+func TestSameAdjustmentAsClassicSample(t *testing.T) {
+	env := plugintest.New(t)
+	env.Start(t, &injector{log: plugintest.TestLogger(t, slog.LevelInfo)}, plugin.WithName("device-injector"), plugin.WithIndex("10"))
+	pod := plugintest.Pod(0)
+	pod.Annotations[DevicesKey+"/container.app-0"] = `
+- path: /dev/nri-null
+  type: c
+  major: 1
+  minor: 3
+  uid: 0
+  gid: 0
+  file_mode: 0
+`
+	pod.Annotations[DevicesKey+"/container.app-1"] = `
+- path: /dev/nri-zero
+  type: c
+  major: 1
+  minor: 5
+`
+	pod.Annotations[MountsKey+"/container.app-2"] = `
+- source: /home
+  destination: /host-home
+  type: bind
+  options:
+  - bind
+  - ro
+`
+	pod.Annotations[IOPriorityKey] = `
+class: IOPRIO_CLASS_RT
+priority: 3
+`
+	env.RunPodSandbox(t, pod)
+	prio := &nriv1beta1.LinuxIOPriority{Class: nriv1beta1.IOPrioClass_IO_PRIO_CLASS_RT, Priority: 3}
+	want := map[int]*nriv1beta1.ContainerAdjustment{
+		0: {Linux: &nriv1beta1.LinuxContainerAdjustment{IoPriority: prio,
+			Devices: []*nriv1beta1.LinuxDevice{{Path: "/dev/nri-null", Type: "c", Major: 1, Minor: 3}}}},
+		1: {Linux: &nriv1beta1.LinuxContainerAdjustment{IoPriority: prio,
+			Devices: []*nriv1beta1.LinuxDevice{{Path: "/dev/nri-zero", Type: "c", Major: 1, Minor: 5}}}},
+		2: {Mounts: []*nriv1beta1.Mount{{Source: "/home", Destination: "/host-home", Type: "bind", Options: []string{"bind", "ro"}}},
+			Linux: &nriv1beta1.LinuxContainerAdjustment{IoPriority: prio}},
+	}
+	for c, w := range want {
+		got := env.CreateContainer(t, pod, plugintest.Container(0, c)).GetAdjust()
+		if !proto.Equal(got, w) {
+			t.Errorf("app-%d: adjustment\n%v\nwant (classic NRI's device-injector)\n%v", c, got, w)
+		}
+	}
+
+	unknown := plugintest.Pod(1)
+	unknown.Annotations[IOPriorityKey] = "class: IOPRIO_CLASS_FAST\npriority: 1\n"
+	env.RunPodSandbox(t, unknown)
+	if adj := env.CreateContainer(t, unknown, plugintest.Container(1, 0)).GetAdjust(); adj.GetLinux().GetIoPriority() != nil {
+		t.Errorf("an unknown I/O priority class set %v", adj.GetLinux().GetIoPriority())
 	}
 }

@@ -29,6 +29,10 @@ type Detached struct {
 	// NextID is the stream id of the next call to the runtime (ttrpc
 	// stream ids must keep increasing on a connection).
 	NextID uint32
+	// Stopped is when the reader stopped: a request the runtime sent since
+	// has waited in the socket from then on, at the latest, and the
+	// runtime's timeout for it runs meanwhile.
+	Stopped time.Time
 }
 
 // Detach hands the connection over without closing the socket: it refuses
@@ -94,11 +98,12 @@ func (c *Conn) Detach(ctx context.Context) (*Detached, error) {
 	}
 	select {
 	case pending := <-c.detached:
+		stopped := time.Now()
 		c.mu.Lock()
 		next := c.nextID
 		c.mu.Unlock()
 		c.fail(ErrDetached) // closes this process's descriptor only
-		return &Detached{File: f, Pending: pending, NextID: next}, nil
+		return &Detached{File: f, Pending: pending, NextID: next, Stopped: stopped}, nil
 	case <-c.done:
 		_ = f.Close()
 		return nil, fmt.Errorf("classicwire: connection closed: %w", c.Err())

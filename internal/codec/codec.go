@@ -119,8 +119,56 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	return err
 }
 
+// Limits of the requests that are always small, tighter than the
+// connection's maximum message size: a request over its limit is refused
+// from its size alone, before it is copied into one buffer and decoded
+// (the decoding would copy it again), so an oversize one costs the
+// receiver little more than what gRPC received. docs/PROTOCOL.md
+// ("Limits") has them.
+const (
+	// MaxRegisterPluginRequest bounds a RegisterPluginRequest: the largest
+	// one nrid accepts — 16 selectors of three 64-entry lists of 253 bytes
+	// and a 4096-byte label selector each, every other field at its bound
+	// — encodes in about 855 kB; the rest is room for fields to come.
+	MaxRegisterPluginRequest = 1 << 20
+	// MaxStatusRequest bounds a SetPluginStatusRequest and a
+	// RequestResyncRequest (a reason of at most 1024 bytes).
+	MaxStatusRequest = 16 << 10
+)
+
+// TooLargeError is a request over its type's limit (MaxRegisterPluginRequest,
+// MaxStatusRequest), refused before decoding.
+type TooLargeError struct {
+	// Type is the request's message name ("RegisterPluginRequest").
+	Type string
+	// Size is the request's encoded size, Limit its type's limit, in bytes.
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s of %d bytes is over its limit of %d bytes", e.Type, e.Size, e.Limit)
+}
+
+// limitOf returns the limit of a request of v's type, 0 for none.
+func limitOf(v any) (string, int) {
+	switch v.(type) {
+	case *nriv1beta1.RegisterPluginRequest:
+		return "RegisterPluginRequest", MaxRegisterPluginRequest
+	case *nriv1beta1.SetPluginStatusRequest:
+		return "SetPluginStatusRequest", MaxStatusRequest
+	case *nriv1beta1.RequestResyncRequest:
+		return "RequestResyncRequest", MaxStatusRequest
+	}
+	return "", 0
+}
+
 // decode decodes data into v, with the fast path when v has one.
 func decode(data mem.BufferSlice, v any) error {
+	if name, limit := limitOf(v); limit > 0 {
+		if n := data.Len(); n > limit {
+			return &TooLargeError{Type: name, Size: n, Limit: limit}
+		}
+	}
 	m, ok := v.(vtMessage)
 	if !ok {
 		if _, raw := v.(*Raw); raw {

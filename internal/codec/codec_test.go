@@ -1,6 +1,8 @@
 package codec_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -130,5 +132,45 @@ func TestCaptureKeepsTheError(t *testing.T) {
 	ok := &codec.Capture{Message: into}
 	if err := c.Unmarshal(good, ok); err != nil || ok.Err != nil || into.GetPodId() != "pod-1" {
 		t.Fatalf("Unmarshal returned %v, kept %v, decoded %v", err, ok.Err, into)
+	}
+}
+
+// TestSmallRequestLimits: a request of a type with its own limit is
+// refused from its size alone when over it — the decoding would have
+// succeeded — and decoded when at it; other types are not limited.
+func TestSmallRequestLimits(t *testing.T) {
+	var c codec.Codec
+	enc := func(m proto.Message) mem.BufferSlice {
+		b, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	over := enc(&nriv1beta1.RegisterPluginRequest{PluginName: strings.Repeat("n", codec.MaxRegisterPluginRequest)})
+	err := c.Unmarshal(over, &nriv1beta1.RegisterPluginRequest{})
+	var tl *codec.TooLargeError
+	if !errors.As(err, &tl) || tl.Type != "RegisterPluginRequest" || tl.Limit != codec.MaxRegisterPluginRequest || tl.Size != over.Len() {
+		t.Fatalf("an oversize registration: %v, want a TooLargeError", err)
+	}
+	captured := &codec.Capture{Message: &nriv1beta1.RegisterPluginRequest{}}
+	if err := c.Unmarshal(over, captured); err != nil || !errors.As(captured.Err, &tl) {
+		t.Fatalf("an oversize registration into a Capture: %v, kept %v", err, captured.Err)
+	}
+	// At the limit: decoded (3 bytes of tag and length, the rest the name).
+	at := enc(&nriv1beta1.RegisterPluginRequest{PluginName: strings.Repeat("n", codec.MaxRegisterPluginRequest-4)})
+	if at.Len() != codec.MaxRegisterPluginRequest {
+		t.Fatalf("the registration at the limit is %d bytes", at.Len())
+	}
+	if err := c.Unmarshal(at, &nriv1beta1.RegisterPluginRequest{}); err != nil {
+		t.Fatalf("a registration at the limit: %v", err)
+	}
+	status := enc(&nriv1beta1.SetPluginStatusRequest{Reason: strings.Repeat("r", codec.MaxStatusRequest)})
+	if err := c.Unmarshal(status, &nriv1beta1.SetPluginStatusRequest{}); !errors.As(err, &tl) || tl.Type != "SetPluginStatusRequest" {
+		t.Fatalf("an oversize status request: %v", err)
+	}
+	// The same bytes as a type without a limit of its own decode.
+	if err := c.Unmarshal(over, &nriv1beta1.GetStateRequest{}); err != nil {
+		t.Fatalf("a large request of a type without its own limit: %v", err)
 	}
 }

@@ -12,7 +12,10 @@
 // (codec.ServerOption) a decoding failure then leaves the receive
 // successful and its error in the capture, and the wrapped handler answers
 // INVALID_ARGUMENT "malformed <method> request: <reason>", the reason cut to
-// MaxReason bytes. Every other failure of a receive (the end of a stream, a
+// MaxReason bytes; a request over its type's own limit, which the codec
+// refuses before decoding (codec.TooLargeError), is answered
+// RESOURCE_EXHAUSTED "request: RegisterPluginRequest of N bytes is over its
+// limit of M bytes". Every other failure of a receive (the end of a stream, a
 // cancelled call, a message over the size limit, a transport error) is left
 // as grpc-go reports it.
 //
@@ -25,6 +28,7 @@ package grpcreg
 
 import (
 	"context"
+	"errors"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
@@ -111,6 +115,9 @@ func receive(method string, m any, recv func(any) error) error {
 	c := &codec.Capture{Message: pm}
 	if err := recv(c); err != nil {
 		return err
+	}
+	if tl := (*codec.TooLargeError)(nil); errors.As(c.Err, &tl) {
+		return status.Errorf(codes.ResourceExhausted, "request: %v", tl)
 	}
 	if c.Err != nil {
 		return status.Errorf(codes.InvalidArgument, "malformed %s request: %s", method, truncate(c.Err.Error(), MaxReason))

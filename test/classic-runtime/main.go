@@ -10,6 +10,9 @@
 //	{"op":"settle"}                              waits until no plugin is being synchronized
 //	{"op":"create","req":<CreateContainerRequest>} CreateContainer; answers rsp (a CreateContainerResponse) or err
 //	{"op":"version"}                             answers the NRI version the runtime announces to plugins
+//	{"op":"bench","req":<CreateContainerRequest>,"n":N}
+//	                                             N CreateContainers of req's container (ids suffixed -0 … -N-1);
+//	                                             answers rsp: a JSON benchResult
 //
 // Messages travel as their protobuf encoding (base64 in JSON). Every answer
 // is {"err":"...","rsp":...}; err is empty on success.
@@ -23,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/containerd/nri/pkg/adaptation"
@@ -35,6 +39,42 @@ type command struct {
 	Op    string `json:"op"`
 	State []byte `json:"state,omitempty"`
 	Req   []byte `json:"req,omitempty"`
+	N     int    `json:"n,omitempty"`
+}
+
+// benchResult is what the bench op measured: each CreateContainer's
+// latency in nanoseconds, in order, and the CPU time (user and system)
+// the runtime's process spent over all of them.
+type benchResult struct {
+	Nanos  []int64 `json:"nanos"`
+	CPUNs  int64   `json:"cpu_ns"`
+	Errors int     `json:"errors"`
+}
+
+// cpuNow is the CPU time this process has spent so far.
+func cpuNow() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// bench runs n CreateContainers of req's container, each with its own id.
+func bench(ctx context.Context, a *adaptation.Adaptation, req *api.CreateContainerRequest, n int) benchResult {
+	res := benchResult{Nanos: make([]int64, 0, n)}
+	base := req.GetContainer().GetId()
+	cpu := cpuNow()
+	for i := range n {
+		req.Container.Id = fmt.Sprintf("%s-%d", base, i)
+		start := time.Now()
+		if _, err := a.CreateContainer(ctx, req); err != nil {
+			res.Errors++
+		}
+		res.Nanos = append(res.Nanos, time.Since(start).Nanoseconds())
+	}
+	res.CPUNs = cpuNow() - cpu
+	return res
 }
 
 type answer struct {
@@ -105,6 +145,17 @@ func run(socket string, timeout time.Duration) error {
 			if err != nil {
 				ans.Err = err.Error()
 			} else if ans.Rsp, err = proto.Marshal(rsp); err != nil {
+				return err
+			}
+		case "bench":
+			req := &api.CreateContainerRequest{}
+			if err := proto.Unmarshal(cmd.Req, req); err != nil {
+				return err
+			}
+			if req.Container == nil || cmd.N <= 0 || cmd.N > 1_000_000 {
+				return fmt.Errorf("bench: a container and 1 to 1000000 creations, got %d", cmd.N)
+			}
+			if ans.Rsp, err = json.Marshal(bench(ctx, a, req, cmd.N)); err != nil {
 				return err
 			}
 		case "version":

@@ -35,20 +35,22 @@ var admissionConfigs = []admissionConfig{
 	// plain: TestNridRestart/BridgeNotRequired's: nothing required, no
 	// state directory. The "before" number.
 	{"plain", EnvOptions{}},
-	// documented: the configuration docs/containerd.md §3 and
-	// docs/operations.md give for restarts: containerd requires the bridge
-	// (default validator), nrid keeps a state directory (the restart
-	// gate, restart_grace 10s) and requires the plugin.
-	{"documented", EnvOptions{
-		ContainerdRequired: []string{"nri-grpc"},
-		NridStateDir:       true,
-		NridTOML: `
+	documentedConfig,
+}
+
+// documentedConfig is the configuration docs/containerd.md §3 and
+// docs/operations.md give for restarts: containerd requires the bridge
+// (default validator), nrid keeps a state directory (the restart gate,
+// restart_grace 10s) and requires the plugin 10-inject.
+var documentedConfig = admissionConfig{"documented", EnvOptions{
+	ContainerdRequired: []string{"nri-grpc"},
+	NridStateDir:       true,
+	NridTOML: `
 [[plugin]]
 name = "10-inject"
 required = true
 `,
-	}},
-}
+}}
 
 // TestRestartAdmissions (issue 16): counts the containers containerd
 // admits without the plugin's adjustment while nrid restarts, in the plain
@@ -204,8 +206,8 @@ func runAdmissions(t *testing.T, kase string, cfg admissionConfig) {
 		// request: ttrpc: closed") and, were the bridge not one of
 		// containerd's validators, the container would be created without
 		// the plugin (measured: 1 every run, after a crash and after a
-		// graceful stop alike). With a required plugin nri-grpc validates,
-		// so the bridge subscribes to ValidateContainerAdjustment, and
+		// graceful stop alike). Behind NRI v0.12.3 the bridge always
+		// subscribes to ValidateContainerAdjustment (docs/bridge.md), and
 		// containerd's call to the closed bridge to validate that container
 		// fails it ("validator plugin 00-nri-grpc failed: ttrpc: closed"):
 		// refused. So: 0.

@@ -276,6 +276,14 @@ func TestNridRestart(t *testing.T) {
 		}
 		e.Nrid.Stop(t)
 
+		// containerd v2.4.2 (NRI v0.12.3) keeps the closed bridge in its
+		// lists until the end of its next event, and the bridge is one of
+		// its validators (it always subscribes there: docs/bridge.md), so
+		// that event's creation fails, closed; the next ones are created
+		// without nri-grpc.
+		if _, err := e.TryCreate(pod, "first-down"); err == nil || !strings.Contains(err.Error(), "validator plugin 00-nri-grpc failed") {
+			t.Errorf("the first creation after nrid stopped: %v, want containerd's validator plugin 00-nri-grpc failed", err)
+		}
 		c2 := e.Run(pod, "down")
 		in := e.Inspect(c2)
 		if _, ok := SpecEnv(in.Spec)["E2E_GO"]; ok {

@@ -296,8 +296,8 @@ func TestErrorCodes(t *testing.T) {
 	all.n.backToBaseline(t, all.base)
 }
 
-// TestHugeStrings: 1 MiB strings from a registrant and from a plugin. Ten
-// registrations with a 1 MiB name, version or endpoint are refused with
+// TestHugeStrings: huge strings from a registrant and from a plugin. Ten
+// registrations with a 512 KiB name, version or endpoint are refused with
 // INVALID_ARGUMENT naming the field in a short message; nine CreateContainer
 // answers carry a 1 MiB environment value, a 1 MiB annotation value or a
 // veto with a 1 MiB message: the values are refused by the value rules (an
@@ -312,17 +312,21 @@ func TestHugeStrings(t *testing.T) {
 	e := newEnv(t, cfg)
 	const mib = 1 << 20
 	huge := strings.Repeat("n", mib)
+	// A registration is bounded at 1 MiB as a whole (refused unread beyond
+	// it: TestOversizeRegistrationMemory), so its fields' rules are tried
+	// with half a MiB.
+	half := huge[:mib/2]
 	before := e.n.peak(t)
 
 	regs := []struct {
 		field string
 		set   func(*nriv1beta1.RegisterPluginRequest)
 	}{
-		{"plugin_name", func(r *nriv1beta1.RegisterPluginRequest) { r.PluginName = huge }},
-		{"nri_version", func(r *nriv1beta1.RegisterPluginRequest) { r.NriVersion = huge }},
-		{"plugin_version", func(r *nriv1beta1.RegisterPluginRequest) { r.PluginVersion = huge }},
-		{"endpoint", func(r *nriv1beta1.RegisterPluginRequest) { r.Endpoint = "unix://" + e.n.plugins + "/" + huge }},
-		{"plugin_name", func(r *nriv1beta1.RegisterPluginRequest) { r.PluginName = strings.Repeat("é", mib/2) }},
+		{"plugin_name", func(r *nriv1beta1.RegisterPluginRequest) { r.PluginName = half }},
+		{"nri_version", func(r *nriv1beta1.RegisterPluginRequest) { r.NriVersion = half }},
+		{"plugin_version", func(r *nriv1beta1.RegisterPluginRequest) { r.PluginVersion = half }},
+		{"endpoint", func(r *nriv1beta1.RegisterPluginRequest) { r.Endpoint = "unix://" + e.n.plugins + "/" + half }},
+		{"plugin_name", func(r *nriv1beta1.RegisterPluginRequest) { r.PluginName = strings.Repeat("é", mib/4) }},
 	}
 	for i := range 10 {
 		c := regs[i%len(regs)]
@@ -334,7 +338,7 @@ func TestHugeStrings(t *testing.T) {
 		}
 		msg := status.Convert(err).Message()
 		if status.Code(err) != codes.InvalidArgument || !strings.HasPrefix(msg, c.field) || len(msg) > 512 {
-			t.Errorf("registration with a 1 MiB %s: %v (%d bytes), want INVALID_ARGUMENT naming the field in a short message",
+			t.Errorf("registration with a 512 KiB %s: %v (%d bytes), want INVALID_ARGUMENT naming the field in a short message",
 				c.field, clipErr(err), len(msg))
 		}
 	}

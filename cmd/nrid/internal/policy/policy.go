@@ -83,10 +83,10 @@ type Policy struct {
 }
 
 type pluginSettings struct {
-	required, keepConnected *bool
-	maxTimeout              time.Duration
-	notReady                nriv1beta1.NotReadyPolicy
-	selectors               []*nriv1beta1.EventSelector
+	required, keepConnected, waitOnRestart *bool
+	maxTimeout                             time.Duration
+	notReady                               nriv1beta1.NotReadyPolicy
+	selectors                              []*nriv1beta1.EventSelector
 }
 
 var _ server.Authorizer = (*Policy)(nil)
@@ -132,7 +132,7 @@ func New(rules []Rule, o Options) (*Policy, error) {
 		if _, dup := p.plugins[pr.Name]; dup {
 			return nil, &RuleError{Key: key("name"), Err: fmt.Errorf("plugin %q is already configured by an earlier [[plugin]]", pr.Name)}
 		}
-		s := pluginSettings{required: pr.Required, keepConnected: pr.KeepConnected}
+		s := pluginSettings{required: pr.Required, keepConnected: pr.KeepConnected, waitOnRestart: pr.WaitOnRestart}
 		if pr.MaxTimeout != "" {
 			d, err := time.ParseDuration(pr.MaxTimeout)
 			if err != nil || d <= 0 {
@@ -464,12 +464,7 @@ func eventList(mask uint32) string {
 // the failure policy "fail" downgraded for identities without may_fail, and
 // the smaller of the [[plugin]] and grant timeout caps.
 func (p *Policy) PluginPolicy(identity, full string) *server.PluginPolicy {
-	s, ok := p.plugins[full]
-	if !ok {
-		if _, name, err := splitFull(full); err == nil {
-			s, ok = p.plugins[name]
-		}
-	}
+	s, ok := p.settings(full)
 	g := p.grantsFor(identity, full)
 	out := &server.PluginPolicy{}
 	if ok {
@@ -586,6 +581,35 @@ func compileSelectors(rules []SelectorRule) ([]*nriv1beta1.EventSelector, *selec
 		return nil, &selector.Error{Field: "selectors", Rule: err.Error()}
 	}
 	return sels, nil
+}
+
+// settings returns the [[plugin]] entry for full ("NN-name"): an "NN-name"
+// entry wins over a "name" entry.
+func (p *Policy) settings(full string) (pluginSettings, bool) {
+	s, ok := p.plugins[full]
+	if !ok {
+		if _, name, err := splitFull(full); err == nil {
+			s, ok = p.plugins[name]
+		}
+	}
+	return s, ok
+}
+
+// WaitOnRestart returns what the [[plugin]] entry for full ("NN-name")
+// says about waiting for the plugin after a restart or a takeover
+// (wait_on_restart), and whether it says anything.
+func (p *Policy) WaitOnRestart(full string) (wait, set bool) {
+	if s, ok := p.settings(full); ok && s.waitOnRestart != nil {
+		return *s.waitOnRestart, true
+	}
+	return false, false
+}
+
+// Required reports whether the [[plugin]] entry for full ("NN-name") says
+// required = true.
+func (p *Policy) Required(full string) bool {
+	s, ok := p.settings(full)
+	return ok && s.required != nil && *s.required
 }
 
 // Selectors returns the selectors of the [[plugin]] entries that name one

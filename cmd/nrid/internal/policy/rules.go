@@ -111,6 +111,14 @@ type PluginRule struct {
 	// what it selects while it is absent (an "NN-name" entry only): a
 	// required plugin is required only for that.
 	Selectors []SelectorRule `toml:"selectors"`
+	// WaitOnRestart decides whether a restarted nrid's restart gate, and
+	// the hold on events after a takeover, wait for the plugin when it was
+	// registered before. Unset: nrid's choice — every plugin but a classic
+	// one that connected to bridge.plugin_socket by itself (pkg/stub does
+	// not reconnect), unless that one is required, and but a required
+	// plugin an earlier gate went on without (docs/operations.md,
+	// "Restarts and upgrades").
+	WaitOnRestart *bool `toml:"wait_on_restart"`
 }
 
 // SelectorRule is one event selector of a [[plugin]] entry

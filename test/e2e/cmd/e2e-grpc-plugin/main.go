@@ -16,6 +16,7 @@
 //	SIGUSR2                                     asks for a resync (logs "RequestResync" with the epoch)
 //	-timeout EVENT=D                            asks for timeout D for EVENT (e.g. CreateContainer=20s; Synchronize=D: the sync budget)
 //	-sync-marker FILE -sync-release FILE        the first Synchronize writes the marker, then blocks until the release file exists
+//	-reject PREFIX                              a validator: rejects containers whose name starts with PREFIX
 package main
 
 import (
@@ -222,6 +223,25 @@ func (p *e2ePlugin) RemoveContainer(_ context.Context, req *nriv1beta1.RemoveCon
 	return nil, nil
 }
 
+// validatingPlugin is e2ePlugin with ValidateContainerAdjustment: the
+// plugin of -reject, a validator (the SDK subscribes it to validation
+// because it implements the method).
+type validatingPlugin struct {
+	*e2ePlugin
+	reject string
+}
+
+// rejectReason is the reason -reject gives; the e2e tests look for it.
+const rejectReason = "e2e: containers named so are not allowed"
+
+func (p *validatingPlugin) ValidateContainerAdjustment(_ context.Context, req *nriv1beta1.ValidateContainerAdjustmentRequest) (*nriv1beta1.ValidateContainerAdjustmentResponse, error) {
+	p.ctr("ValidateContainerAdjustment", req.GetPod(), req.GetContainer())
+	if strings.HasPrefix(req.GetContainer().GetName(), p.reject) {
+		return &nriv1beta1.ValidateContainerAdjustmentResponse{Reject: true, Reason: rejectReason}, nil
+	}
+	return &nriv1beta1.ValidateContainerAdjustmentResponse{}, nil
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e-grpc-plugin:", err)
@@ -250,6 +270,7 @@ func run() error {
 	selLabels := flag.String("select-labels", "", "pod label selector (Kubernetes syntax) of the plugin's event selector")
 	notReady := flag.String("not-ready", "", "register NOT_READY with this reason (SIGUSR1 reports READY)")
 	flag.Var(&timeouts, "timeout", "EVENT=DURATION timeout to ask for, EVENT as in CreateContainer (repeatable)")
+	reject := flag.String("reject", "", "validate, rejecting containers whose name starts with this prefix")
 	flag.Parse()
 	if *events == "" {
 		return errors.New("-events is required")
@@ -276,7 +297,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	pl, err := plugin.New(p, append(opts, extra...)...)
+	var impl any = p
+	if *reject != "" {
+		impl = &validatingPlugin{e2ePlugin: p, reject: *reject}
+	}
+	pl, err := plugin.New(impl, append(opts, extra...)...)
 	if err != nil {
 		return err
 	}
