@@ -148,8 +148,15 @@ func (r *classicRuntime) settled() { r.a.BlockPluginSync().Unblock() }
 // attachBridge runs the bridge's runtime side against r for n.
 func attachBridge(t *testing.T, n *nrid, socket string) *bridge.RuntimeSide {
 	t.Helper()
-	rs, err := bridge.NewRuntimeSide(n.srv, bridge.WithRuntimeSocket(socket), bridge.WithRuntimeLogger(testLogger(t)),
+	return runRuntimeSide(t, n.srv, bridge.WithRuntimeSocket(socket), bridge.WithRuntimeLogger(testLogger(t)),
 		bridge.WithReconnectBackoff(10*time.Millisecond, 100*time.Millisecond))
+}
+
+// runRuntimeSide runs a bridge runtime side for srv with opts until the
+// test ends, and returns once it is attached and synchronized.
+func runRuntimeSide(t *testing.T, srv *server.Server, opts ...bridge.RuntimeOption) *bridge.RuntimeSide {
+	t.Helper()
+	rs, err := bridge.NewRuntimeSide(srv, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

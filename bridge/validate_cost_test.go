@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 
@@ -110,19 +109,7 @@ func costRound(t *testing.T, subscribed bool, n int) (benchResult, int64) {
 		if !subscribed {
 			opts = append(opts, bridge.WithoutValidationSubscription())
 		}
-		rs, err := bridge.NewRuntimeSide(nd.srv, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = rs.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		select {
-		case <-rs.Synchronized():
-		case <-time.After(wait()):
-			t.Fatal("the bridge did not attach")
-		}
+		runRuntimeSide(t, nd.srv, opts...)
 		rt.settled(t)
 		req, err := (&v1alpha1.CreateContainerRequest{Pod: alphaPod(1), Container: alphaCtr(1, 0)}).MarshalVT()
 		if err != nil {

@@ -38,21 +38,22 @@ type adaptationService struct {
 // encoded returns the option handing the server req's encoding, or nil
 // (no option) when req does not encode; the server then encodes it itself.
 func encoded(req interface{ MarshalVT() ([]byte, error) }) EventOption {
-	raw, err := req.MarshalVT()
-	if err != nil {
-		return nil
-	}
-	return Encoded(raw)
+	return withEncoding(req, Encoded)
 }
 
 // received is encoded for a request the server reshapes before plugins see
 // it: the encoding is checked, not sent.
 func received(req interface{ MarshalVT() ([]byte, error) }) EventOption {
+	return withEncoding(req, Received)
+}
+
+// withEncoding is opt of req's encoding, nil when req does not encode.
+func withEncoding(req interface{ MarshalVT() ([]byte, error) }, opt func([]byte) EventOption) EventOption {
 	raw, err := req.MarshalVT()
 	if err != nil {
 		return nil
 	}
-	return Received(raw)
+	return opt(raw)
 }
 
 func (a *adaptationService) RunPodSandbox(ctx context.Context, req *nriv1beta1.AdaptationServiceRunPodSandboxRequest) (*nriv1beta1.AdaptationServiceRunPodSandboxResponse, error) {
@@ -213,7 +214,7 @@ func (a *adaptationService) Attach(stream grpc.BidiStreamingServer[nriv1beta1.At
 		return err
 	}
 	pe, ce := encodeAll(pods, ctrs)
-	if err := a.s.attachJournaled(ctx, RuntimeInfo{Name: hello.GetRuntimeName(), Version: hello.GetRuntimeVersion()}, rt, pe, ce, j); err != nil {
+	if err := a.s.attach(ctx, RuntimeInfo{Name: hello.GetRuntimeName(), Version: hello.GetRuntimeVersion()}, rt, pe, ce, j); err != nil {
 		return err
 	}
 	select {

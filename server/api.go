@@ -54,14 +54,8 @@ func checkContainer(pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container) error
 // does would fail to decode the request and be counted as failing. It runs
 // before the event starts, so no plugin is called and none is blamed. A
 // request without a received encoding (an embedded runtime's, built in
-// Go) is not checked.
-func checkReceived(req proto.Message, opts []EventOption) error {
-	var o eventOptions
-	for _, f := range opts {
-		if f != nil {
-			f(&o)
-		}
-	}
+// Go) is not checked. Server.event runs it for every event.
+func checkReceived(req proto.Message, o eventOptions) error {
 	if o.received == nil {
 		return nil
 	}
@@ -80,7 +74,7 @@ func checkReceived(req proto.Message, opts []EventOption) error {
 func notify[Req, Rsp proto.Message](ctx context.Context, s *Server, ev event[Req, Rsp], req Req,
 	pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container, after func(), opts []EventOption) ([]*nriv1beta1.PluginError, error) {
 	var errs []*nriv1beta1.PluginError
-	err := s.event(ctx, ev.eventInfo, pod, ctr, opts, func(fl *flight) error {
+	err := s.event(ctx, ev.eventInfo, req, pod, ctr, opts, func(fl *flight) error {
 		var err error
 		errs, err = dispatch(ctx, s, ev, req, fl, nil)
 		after()
@@ -94,10 +88,7 @@ func (s *Server) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandbo
 	if err := checkPod(req.GetPod()); err != nil {
 		return err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return err
-	}
-	return s.event(ctx, evRunPodSandbox.eventInfo, req.Pod, nil, opts, func(fl *flight) error {
+	return s.event(ctx, evRunPodSandbox.eventInfo, req, req.Pod, nil, opts, func(fl *flight) error {
 		_, err := dispatch(ctx, s, evRunPodSandbox, req, fl, nil)
 		if err == nil {
 			s.state.setPod(req.Pod)
@@ -111,10 +102,7 @@ func (s *Server) UpdatePodSandbox(ctx context.Context, req *nriv1beta1.UpdatePod
 	if err := checkPod(req.GetPod()); err != nil {
 		return err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return err
-	}
-	return s.event(ctx, evUpdatePodSandbox.eventInfo, req.Pod, nil, opts, func(fl *flight) error {
+	return s.event(ctx, evUpdatePodSandbox.eventInfo, req, req.Pod, nil, opts, func(fl *flight) error {
 		_, err := dispatch(ctx, s, evUpdatePodSandbox, req, fl, nil)
 		return err
 	})
@@ -125,9 +113,6 @@ func (s *Server) PostUpdatePodSandbox(ctx context.Context, req *nriv1beta1.PostU
 	if err := checkPod(req.GetPod()); err != nil {
 		return nil, err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return nil, err
-	}
 	return notify(ctx, s, evPostUpdatePodSandbox, req, req.Pod, nil, func() { s.state.setPod(req.Pod) }, opts)
 }
 
@@ -136,18 +121,12 @@ func (s *Server) StopPodSandbox(ctx context.Context, req *nriv1beta1.StopPodSand
 	if err := checkPod(req.GetPod()); err != nil {
 		return nil, err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return nil, err
-	}
 	return notify(ctx, s, evStopPodSandbox, req, req.Pod, nil, func() { s.state.setPod(req.Pod) }, opts)
 }
 
 // RemovePodSandbox dispatches the removal of a pod sandbox.
 func (s *Server) RemovePodSandbox(ctx context.Context, req *nriv1beta1.RemovePodSandboxRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkPod(req.GetPod()); err != nil {
-		return nil, err
-	}
-	if err := checkReceived(req, opts); err != nil {
 		return nil, err
 	}
 	return notify(ctx, s, evRemovePodSandbox, req, req.Pod, nil, func() { s.state.deletePod(req.Pod.Id) }, opts)
@@ -159,11 +138,8 @@ func (s *Server) CreateContainer(ctx context.Context, req *nriv1beta1.CreateCont
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return nil, err
-	}
 	var out *nriv1beta1.AdaptationServiceCreateContainerResponse
-	err := s.event(ctx, evCreateContainer.eventInfo, req.Pod, req.Container, opts, func(fl *flight) error {
+	err := s.event(ctx, evCreateContainer.eventInfo, req, req.Pod, req.Container, opts, func(fl *flight) error {
 		var mopts []merge.CreateOption
 		if !s.mayValidate(req, fl.order) {
 			mopts = append(mopts, merge.WithoutPristine())
@@ -231,9 +207,6 @@ func (s *Server) PostCreateContainer(ctx context.Context, req *nriv1beta1.PostCr
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return nil, err
-	}
 	return notify(ctx, s, evPostCreateContainer, req, req.Pod, req.Container,
 		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED) }, opts)
 }
@@ -243,10 +216,7 @@ func (s *Server) StartContainer(ctx context.Context, req *nriv1beta1.StartContai
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return err
-	}
-	return s.event(ctx, evStartContainer.eventInfo, req.Pod, req.Container, opts, func(fl *flight) error {
+	return s.event(ctx, evStartContainer.eventInfo, req, req.Pod, req.Container, opts, func(fl *flight) error {
 		_, err := dispatch(ctx, s, evStartContainer, req, fl, nil)
 		if err == nil {
 			s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_CREATED)
@@ -260,9 +230,6 @@ func (s *Server) PostStartContainer(ctx context.Context, req *nriv1beta1.PostSta
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return nil, err
-	}
 	return notify(ctx, s, evPostStartContainer, req, req.Pod, req.Container,
 		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_RUNNING) }, opts)
 }
@@ -273,11 +240,8 @@ func (s *Server) UpdateContainer(ctx context.Context, req *nriv1beta1.UpdateCont
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return nil, err
-	}
 	var out *nriv1beta1.AdaptationServiceUpdateContainerResponse
-	err := s.event(ctx, evUpdateContainer.eventInfo, req.Pod, req.Container, opts, func(fl *flight) error {
+	err := s.event(ctx, evUpdateContainer.eventInfo, req, req.Pod, req.Container, opts, func(fl *flight) error {
 		m := merge.NewUpdate(req)
 		if _, err := dispatch(ctx, s, evUpdateContainer, req, fl, updateMerge(m)); err != nil {
 			return err
@@ -296,9 +260,6 @@ func (s *Server) PostUpdateContainer(ctx context.Context, req *nriv1beta1.PostUp
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return nil, err
-	}
 	return notify(ctx, s, evPostUpdateContainer, req, req.Pod, req.Container,
 		func() { s.state.recordContainer(req.Container, nriv1beta1.ContainerState_CONTAINER_STATE_UNSPECIFIED) }, opts)
 }
@@ -309,11 +270,8 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
 		return nil, err
 	}
-	if err := checkReceived(req, opts); err != nil {
-		return nil, err
-	}
 	var out *nriv1beta1.AdaptationServiceStopContainerResponse
-	err := s.event(ctx, evStopContainer.eventInfo, req.Pod, req.Container, opts, func(fl *flight) error {
+	err := s.event(ctx, evStopContainer.eventInfo, req, req.Pod, req.Container, opts, func(fl *flight) error {
 		m := merge.NewStop(req)
 		var mergeErrs []*nriv1beta1.PluginError
 		stopMerge := func(p *plugin, r *nriv1beta1.StopContainerResponse, changes *[]*nriv1beta1.FieldChange, _ bool) (bool, []byte, error) {
@@ -341,9 +299,6 @@ func (s *Server) StopContainer(ctx context.Context, req *nriv1beta1.StopContaine
 // RemoveContainer dispatches the removal of a container.
 func (s *Server) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveContainerRequest, opts ...EventOption) ([]*nriv1beta1.PluginError, error) {
 	if err := checkContainer(req.GetPod(), req.GetContainer()); err != nil {
-		return nil, err
-	}
-	if err := checkReceived(req, opts); err != nil {
 		return nil, err
 	}
 	return notify(ctx, s, evRemoveContainer, req, req.Pod, req.Container, func() { s.state.deleteContainer(req.Container.Id) }, opts)

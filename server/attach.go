@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -58,10 +57,9 @@ func (s *Server) attach(_ context.Context, info RuntimeInfo, rt Runtime, pods []
 	// too: plugins that registered before any runtime attached were
 	// synchronized with an empty state.
 	resync := s.beginResync(gonePods, goneCtrs)
-	st := s.state.encoded()
+	nPods, nCtrs := s.state.counts()
 	s.log.Info("runtime attached", "runtime", info.Name, "version", info.Version,
-		"pods", len(st.pods), "containers", len(st.ctrs), "epoch", epoch,
-		"changes_during_attach", journalLen(j))
+		"pods", nPods, "containers", nCtrs, "epoch", epoch, "changes_during_attach", journalLen(j))
 	for _, p := range resync {
 		go s.resync(p)
 	}
@@ -77,20 +75,12 @@ func journalLen(j *journal) int {
 
 // beginAttach starts an attach whose snapshot the runtime is about to
 // send: the state's changes from now on are applied on top of it. The
-// caller ends it with attachJournaled, or abortAttach when the snapshot
-// never came.
+// caller ends it with attach, or abortAttach when the snapshot never
+// came.
 func (s *Server) beginAttach() *journal { return s.state.startJournal() }
 
 // abortAttach ends an attach begun with beginAttach that did not complete.
 func (s *Server) abortAttach(j *journal) { s.state.stopJournal(j) }
-
-// attachJournaled is SetRuntime for an attach begun with beginAttach.
-func (s *Server) attachJournaled(ctx context.Context, info RuntimeInfo, rt Runtime, pods []podEntry, ctrs []ctrEntry, j *journal) error {
-	if j == nil {
-		return fmt.Errorf("attach: no journal")
-	}
-	return s.attach(ctx, info, rt, pods, ctrs, j)
-}
 
 // encodeAll encodes a runtime's pods and containers once, for the state.
 func encodeAll(pods []*nriv1beta1.PodSandbox, ctrs []*nriv1beta1.Container) ([]podEntry, []ctrEntry) {

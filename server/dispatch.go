@@ -366,12 +366,16 @@ func lastRemote(fl *flight, mask uint32) int {
 	return -1
 }
 
-// event runs one event: it is in flight (flights.go) with the dispatch
+// event runs one event: its request, as received, is checked first
+// (checkReceived); then it is in flight (flights.go) with the dispatch
 // order of its start, holds the pod's lock for the whole dispatch, and is
 // recorded.
-func (s *Server) event(ctx context.Context, ev *eventInfo, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
+func (s *Server) event(ctx context.Context, ev *eventInfo, req proto.Message, pod *nriv1beta1.PodSandbox, ctr *nriv1beta1.Container,
 	opts []EventOption, run func(fl *flight) error) error {
 	o := applyEventOptions(opts)
+	if err := checkReceived(req, o); err != nil {
+		return err
+	}
 	s.awaitHeld(ctx, o, pod, ctr)
 	fl := s.flights.begin(&s.order)
 	fl.opts, fl.raw, fl.pod, fl.ctr = o, o.raw, pod, ctr

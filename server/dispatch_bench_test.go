@@ -43,22 +43,7 @@ func BenchmarkServerOverhead(b *testing.B) {
 	for _, k := range []int{1, 8} {
 		b.Run(fmt.Sprintf("CreateContainer/K=%d", k), func(b *testing.B) {
 			ctx := context.Background()
-			srv, err := server.New(server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-				server.WithRuntime("bench", "v0"), server.WithNodeName("node"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = srv.Shutdown(ctx) })
-			if err := srv.SetRuntime(ctx, server.RuntimeInfo{Name: "bench", Version: "v0"}, nil, nil, nil); err != nil {
-				b.Fatal(err)
-			}
-			for i := range k {
-				impl := &adjustingImpl{key: fmt.Sprintf("bench.nri-grpc.io/plugin-%02d", i), env: fmt.Sprintf("BENCH_PLUGIN_%02d", i)}
-				if _, err := srv.RegisterInProcess(ctx, server.Registration{Name: fmt.Sprintf("p%d", i), Index: fmt.Sprintf("%02d", 10+i),
-					Identity: "builtin"}, impl); err != nil {
-					b.Fatal(err)
-				}
-			}
+			srv := benchServer(b, k)
 			reqs := make([]*nriv1beta1.CreateContainerRequest, b.N)
 			for i := range reqs {
 				reqs[i] = fixture.CreateContainerRequest(i, 0)
@@ -76,4 +61,28 @@ func BenchmarkServerOverhead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchServer is a server with a runtime attached and k in-process plugins
+// that each adjust every container (adjustingImpl), for benchmarks.
+func benchServer(b *testing.B, k int) *server.Server {
+	b.Helper()
+	ctx := context.Background()
+	srv, err := server.New(server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		server.WithRuntime("bench", "v0"), server.WithNodeName("node"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Shutdown(ctx) })
+	if err := srv.SetRuntime(ctx, server.RuntimeInfo{Name: "bench", Version: "v0"}, nil, nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	for i := range k {
+		impl := &adjustingImpl{key: fmt.Sprintf("bench.nri-grpc.io/plugin-%02d", i), env: fmt.Sprintf("BENCH_PLUGIN_%02d", i)}
+		if _, err := srv.RegisterInProcess(ctx, server.Registration{Name: fmt.Sprintf("p%d", i), Index: fmt.Sprintf("%02d", 10+i),
+			Identity: "builtin"}, impl); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return srv
 }

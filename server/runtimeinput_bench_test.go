@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
@@ -20,19 +18,8 @@ func BenchmarkReceivedCheck(b *testing.B) {
 	for _, checked := range []bool{false, true} {
 		b.Run(map[bool]string{false: "unchecked", true: "checked"}[checked], func(b *testing.B) {
 			ctx := context.Background()
-			srv, err := server.New(server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-				server.WithRuntime("bench", "v0"), server.WithNodeName("node"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = srv.Shutdown(ctx) })
-			if err := srv.SetRuntime(ctx, server.RuntimeInfo{Name: "bench", Version: "v0"}, nil, nil, nil); err != nil {
-				b.Fatal(err)
-			}
-			impl := &adjustingImpl{key: "bench.nri-grpc.io/plugin-00", env: "BENCH_PLUGIN_00"}
-			if _, err := srv.RegisterInProcess(ctx, server.Registration{Name: "p0", Index: "10", Identity: "builtin"}, impl); err != nil {
-				b.Fatal(err)
-			}
+			srv := benchServer(b, 1)
+			var err error
 			reqs := make([]*nriv1beta1.CreateContainerRequest, b.N)
 			raws := make([][]byte, b.N)
 			for i := range reqs {

@@ -164,6 +164,13 @@ func (s *state) encodedLocked() encodedState {
 	return out
 }
 
+// counts returns how many pods and containers the state has.
+func (s *state) counts() (pods, ctrs int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.pods), len(s.ctrs)
+}
+
 // snapshot returns the pods and containers, decoded, sorted by id. The
 // objects are the caller's, but their strings alias the stored encodings:
 // they must not be modified in place through unsafe means.

@@ -15,22 +15,6 @@ import (
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
 
-// Validates reports whether creations are validated now: a knob of the
-// default validator is set, or a registered (or registering) plugin
-// subscribes to ValidateContainerAdjustment. The bridge asks it when a
-// classic runtime configures it (docs/bridge.md).
-func (s *Server) Validates() bool {
-	if s.validator.Enabled() {
-		return true
-	}
-	for _, sl := range *s.order.Load() {
-		if sl.subscribed(evValidate.mask()) {
-			return true
-		}
-	}
-	return false
-}
-
 // mayValidate reports whether a creation may need validation: a plugin
 // subscribed to it, a default-validator knob, or a required-plugins pod
 // annotation. Without it no pristine copy of the container is kept.

@@ -195,6 +195,21 @@ func (n *nrid) stop(t *testing.T) {
 	}
 }
 
+// waitTakenOver waits until nrid returned after a takeover by another
+// nrid, and checks that it returned cleanly.
+func (n *nrid) waitTakenOver(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-n.done:
+		n.stopped = true
+		if err != nil {
+			t.Fatalf("the old nrid returned %v", err)
+		}
+	case <-time.After(testTimeout()):
+		t.Fatalf("the old nrid did not stop; log:\n%s", n.logs.String())
+	}
+}
+
 // conn dials nrid's unix socket (the caller's identity: uid 0).
 func (n *nrid) conn(t *testing.T) *grpc.ClientConn {
 	t.Helper()

@@ -109,15 +109,7 @@ func TestTakeoverKeepsTheRuntimeConnection(t *testing.T) {
 	}()
 	<-started
 	second := startNridAt(t, dir, cfg, "--takeover")
-	select {
-	case err := <-first.done:
-		first.stopped = true
-		if err != nil {
-			t.Fatalf("the old nrid returned %v", err)
-		}
-	case <-ctx.Done():
-		t.Fatalf("the old nrid did not stop; log:\n%s", first.logs.String())
-	}
+	first.waitTakenOver(t)
 	i, unadjusted := 0, 0
 	for r := range results {
 		if r.err != nil {
@@ -192,15 +184,7 @@ func TestTakeoverForgetsSelfConnectedClassicPlugins(t *testing.T) {
 	a.BlockPluginSync().Unblock()
 
 	second := startNridAt(t, dir, cfg, "--takeover")
-	select {
-	case err := <-first.done:
-		first.stopped = true
-		if err != nil {
-			t.Fatalf("the old nrid returned %v", err)
-		}
-	case <-time.After(testTimeout()):
-		t.Fatalf("the old nrid did not stop; log:\n%s", first.logs.String())
-	}
+	first.waitTakenOver(t)
 	select {
 	case <-closed:
 	case <-time.After(testTimeout()):
