@@ -371,6 +371,11 @@ func (r *Adaptation) server() *server.Server {
 	return r.srv
 }
 
+// Server returns the server NRI runs on, nil before Start and after Stop:
+// its Plugins, AdminService and the rest of nri-grpc's API are the
+// runtime's to use (nri-grpc's extension of upstream's API).
+func (r *Adaptation) Server() *server.Server { return r.server() }
+
 // PluginSyncBlock is what BlockPluginSync returns.
 type PluginSyncBlock struct {
 	once sync.Once

@@ -48,5 +48,3 @@ func (e *endpoints) describe(disabled bool) string {
 	return "none"
 }
 
-// checkPluginPath refuses WASM modules in the plugin path.
-func (r *Adaptation) checkPluginPath() error { return nil }
