@@ -47,4 +47,3 @@ func (e *endpoints) describe(disabled bool) string {
 	}
 	return "none"
 }
-
