@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -295,3 +296,6 @@ func wait() time.Duration {
 	}
 	return 30 * time.Second
 }
+
+func quote(s string) string       { return strconv.Quote(s) }
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
