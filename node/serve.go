@@ -21,7 +21,8 @@ var ErrStopped = errors.New("node: stopped")
 // per-plugin health services (PluginHealthPrefix) in step with the
 // plugins. A listener that is nil is not served; l.TCP and l.Metrics are
 // served only if the configuration names them (Listen opens what it
-// names). Serve returns nil when ctx ends and the error of the first
+// names). On a stopped node Serve closes l and returns ErrStopped.
+// Serve returns nil when ctx ends and the error of the first
 // listener that fails: either way the endpoints go on serving until Stop,
 // so that the stop is graceful (Stop closes the listeners). Serve is
 // called once.
@@ -30,6 +31,7 @@ func (n *Node) Serve(ctx context.Context, l Listeners) error {
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
+		_ = l.Close()
 		return ErrStopped
 	}
 	if n.served {
