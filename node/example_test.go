@@ -93,7 +93,9 @@ func Example() {
 	defer cancelStop()
 	n.Stop(stopCtx)
 	stopPlugin()
-	<-pluginDone
+	if err := <-pluginDone; err != nil {
+		log.Fatal(err)
+	}
 	endServe()
 	fmt.Println("serve:", <-served)
 	_, err = os.Stat(cfg.Server.Socket)

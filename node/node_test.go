@@ -212,7 +212,12 @@ func runPlugin(t *testing.T, s *started, impl any) (stop func()) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	stop = sync.OnceFunc(func() { cancel(); <-done })
+	stop = sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the plugin's Run: %v", err)
+		}
+	})
 	t.Cleanup(stop)
 	if _, err := p.WaitRegistered(testCtx(t)); err != nil {
 		t.Fatal(err)

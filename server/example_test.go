@@ -92,7 +92,9 @@ func Example() {
 		log.Fatal(err)
 	}
 	stopPlugin()
-	<-pluginDone
+	if err := <-pluginDone; err != nil {
+		log.Fatal(err)
+	}
 	g.GracefulStop()
 	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		log.Fatal(err)
