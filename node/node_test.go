@@ -456,3 +456,53 @@ func TestNewFailsBeforeListening(t *testing.T) {
 		t.Errorf("the socket after a failed New: %v, want none", err)
 	}
 }
+
+// TestStopHookAndTwice: a stop hook runs after the server's Shutdown
+// started and while the gRPC endpoints still answer (NOT_SERVING); two
+// concurrent Stops both return once the stop is done.
+func TestStopHookAndTwice(t *testing.T) {
+	cfg := testConfig(t)
+	var s *started
+	hookSaw := make(chan string, 1)
+	hook := func(ctx context.Context) {
+		select {
+		case <-s.n.Server().Stopping():
+		default:
+			hookSaw <- "the hook ran before the server's Shutdown"
+			return
+		}
+		cc, err := grpc.NewClient("unix://"+cfg.Server.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			hookSaw <- err.Error()
+			return
+		}
+		defer cc.Close()
+		rsp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			hookSaw <- "health in the hook: " + err.Error()
+			return
+		}
+		hookSaw <- rsp.GetStatus().String()
+	}
+	s = start(t, cfg, node.WithStopHook(hook))
+	s.n.SetServing(true)
+	if st := check(t, s.conn(t), ""); st != healthpb.HealthCheckResponse_SERVING { // Serve runs
+		t.Fatalf("health before the stop = %v, want SERVING", st)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { s.n.Stop(testCtx(t)) })
+	}
+	wg.Wait()
+	if got := <-hookSaw; got != healthpb.HealthCheckResponse_NOT_SERVING.String() {
+		t.Errorf("in the stop hook: %s, want health NOT_SERVING over the still open socket", got)
+	}
+	select {
+	case got := <-hookSaw:
+		t.Errorf("the hook ran twice (%s)", got)
+	default:
+	}
+	if _, err := os.Stat(cfg.Server.Socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket after both Stops returned: %v, want it removed", err)
+	}
+}

@@ -83,17 +83,18 @@ func serveGRPC(g *grpc.Server, l net.Listener) error {
 // the stop hooks run (WithStopHook), then the gRPC servers stop gracefully
 // and whatever still runs when ctx ends is cut; last the metrics endpoint
 // stops and the traces are flushed (within a second). Stop may be called
-// without Serve (after a failed start) and more than once; it returns
-// once everything Serve started has ended.
+// without Serve (after a failed start) and more than once: every call
+// returns once the first one is done, everything Serve started has ended.
 func (n *Node) Stop(ctx context.Context) {
 	n.mu.Lock()
 	first := !n.stopped
 	n.stopped = true
 	n.mu.Unlock()
 	if !first {
-		n.serving.Wait()
+		<-n.stopDone
 		return
 	}
+	defer close(n.stopDone)
 	// NOT_SERVING, and the Watch streams end: the graceful stop below
 	// would wait for them.
 	n.health.end()
