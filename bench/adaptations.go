@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/containerd/nri/pkg/adaptation"
 	api "github.com/containerd/nri/pkg/api"
@@ -45,11 +47,64 @@ const (
 // New and not started yet.
 type runtimeNRI struct {
 	adaptationAPI
-	// settle returns once no plugin synchronization is in progress: a
-	// classic plugin that reported its synchronization is then dispatched
-	// to (BlockPluginSync().Unblock() on either implementation).
-	settle func()
+	// plugins is its metrics sink (WithMetrics): it counts the plugins
+	// events are dispatched to.
+	plugins *pluginCounter
 }
+
+// waitPlugins waits until events are dispatched to n plugins.
+func (r runtimeNRI) waitPlugins(n int) error { return r.plugins.wait(n, procWait) }
+
+// pluginCounter is a runtime's Metrics (upstream's interface, which the
+// drop-in's shares) that keeps the plugin count only: both implementations
+// report it once a plugin is synchronized and dispatched to (upstream when
+// it joins its plugin list; the drop-in when its server promotes it).
+type pluginCounter struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // closed and replaced at every change
+}
+
+func newPluginCounter() *pluginCounter { return &pluginCounter{changed: make(chan struct{})} }
+
+// RecordPluginInvocation implements Metrics: nothing is recorded.
+func (*pluginCounter) RecordPluginInvocation(string, string, error) {}
+
+// RecordPluginLatency implements Metrics: nothing is recorded.
+func (*pluginCounter) RecordPluginLatency(string, string, time.Duration) {}
+
+// RecordPluginAdjustments implements Metrics: nothing is recorded.
+func (*pluginCounter) RecordPluginAdjustments(string, string, *api.ContainerAdjustment, int, int) {}
+
+// UpdatePluginCount implements Metrics: the count of active plugins.
+func (c *pluginCounter) UpdatePluginCount(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n = n
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// wait waits until the count is at least n, at most timeout.
+func (c *pluginCounter) wait(n int, timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		have, changed := c.n, c.changed
+		c.mu.Unlock()
+		if have >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			return fmt.Errorf("%d plugin(s) dispatched to after %v, want %d", have, timeout, n)
+		}
+	}
+}
+
+var _ adaptation.Metrics = (*pluginCounter)(nil)
 
 // adaptationPaths are where one runtime's NRI lives, as containerd
 // configures it: its classic socket, an empty plugin directory and plugin
@@ -120,13 +175,15 @@ func newUpstreamNRI(p adaptationPaths) (runtimeNRI, error) {
 		return err
 	}
 	updateFn := func(context.Context, []*api.ContainerUpdate) ([]*api.ContainerUpdate, error) { return nil, nil }
+	plugins := newPluginCounter()
 	a, err := adaptation.New("bench-runtime", "v1.0.0", syncFn, updateFn,
 		adaptation.WithSocketPath(p.socket),
 		adaptation.WithPluginPath(p.pluginPath),
 		adaptation.WithPluginConfigPath(p.pluginConfigPath),
+		adaptation.WithMetrics(plugins),
 	)
 	if err != nil {
 		return runtimeNRI{}, fmt.Errorf("upstream pkg/adaptation: %w", err)
 	}
-	return runtimeNRI{adaptationAPI: a, settle: func() { a.BlockPluginSync().Unblock() }}, nil
+	return runtimeNRI{adaptationAPI: a, plugins: plugins}, nil
 }

@@ -131,7 +131,9 @@ func (r *adaptRT) addClassic(k int, events uint32) error {
 		if _, err := p.expect("synced"); err != nil {
 			return err
 		}
-		r.nri.settle()
+		if err := r.nri.waitPlugins(i + 1); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -145,6 +147,9 @@ func (r *adaptRT) addGRPC(k int, events uint32) error {
 			return err
 		}
 		if err := connectGRPC(p); err != nil {
+			return err
+		}
+		if err := r.nri.waitPlugins(i + 1); err != nil {
 			return err
 		}
 	}
@@ -246,8 +251,10 @@ func (b *bencher) dropinMemory(impl, side string, n, run int) error {
 	if _, err := p.expect("synced"); err != nil {
 		return err
 	}
-	if _, err := rt.request("settle"); err != nil {
+	if f, err := rt.request("settle"); err != nil {
 		return err
+	} else if len(f) == 0 || f[0] != "ok" {
+		return fmt.Errorf("%s: %s", rt.name, strings.Join(f, " "))
 	}
 	base, err := runtimeMemory(rt)
 	if err != nil {

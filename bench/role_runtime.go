@@ -20,7 +20,8 @@ import (
 // (adaptationPathsIn; the driver prepared it). Besides the ctl commands it
 // answers:
 //
-//	settle        "settle" once no plugin synchronization is in progress
+//	settle        "settle" once events are dispatched to a plugin (or
+//	              "settle error <why>")
 //	mem           "mem <VmRSS kB> <VmHWM kB> <live heap bytes>" after a
 //	              collection that returns freed memory to the system
 //	create N K B  N containers through their events (RunPodSandbox for
@@ -42,8 +43,11 @@ func runRuntime(args []string) error {
 	}
 	c := newCtlWith(*profile, map[string]func(*ctl, []string){
 		"settle": func(c *ctl, _ []string) {
-			nri.settle()
-			c.say("settle")
+			if err := nri.waitPlugins(1); err != nil {
+				c.say("settle error %v", err)
+				return
+			}
+			c.say("settle ok")
 		},
 		"mem": func(c *ctl, _ []string) {
 			rss, hwm, live := settledMemory()
