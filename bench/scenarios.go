@@ -79,7 +79,10 @@ type bencher struct {
 	sz       sizes
 	res      *results
 	pod      int // next pod number: every operation gets fresh pods
-	logf     func(format string, args ...any)
+	// dropinNoGRPC says why the dropin scenario measured no gRPC plugins
+	// ("" when it did).
+	dropinNoGRPC string
+	logf         func(format string, args ...any)
 }
 
 func (b *bencher) pods(n int) int {
