@@ -271,7 +271,7 @@ func (b *bencher) dropinMemory(impl, side string, n, run int) error {
 	} else if len(f) == 0 || f[0] != "ok" {
 		return fmt.Errorf("%s: %s", rt.name, strings.Join(f, " "))
 	}
-	base, err := runtimeMemory(rt)
+	base, err := runtimeMemory(rt, "")
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (b *bencher) dropinMemory(impl, side string, n, run int) error {
 		return fmt.Errorf("creating %d containers: %s", n, strings.Join(f, " "))
 	}
 	b.logf("dropin memory: %d containers created in %.1fs", n, time.Since(start).Seconds())
-	after, err := runtimeMemory(rt)
+	after, err := runtimeMemory(rt, e.heapProfile("runtime"))
 	if err != nil {
 		return err
 	}
@@ -301,9 +301,17 @@ func (b *bencher) dropinMemory(impl, side string, n, run int) error {
 	return nil
 }
 
-// runtimeMemory asks the runtime role for its settled memory, in bytes.
-func runtimeMemory(p *proc) (memory, error) {
-	f, err := p.request("mem")
+// runtimeMemory asks the runtime role for its settled memory, in bytes,
+// and to write its heap profile to heapProfile if set.
+func runtimeMemory(p *proc, heapProfile string) (memory, error) {
+	cmd := "mem"
+	if heapProfile != "" {
+		cmd += " " + heapProfile
+	}
+	if err := p.send(cmd); err != nil {
+		return memory{}, err
+	}
+	f, err := p.expect("mem")
 	if err != nil {
 		return memory{}, err
 	}

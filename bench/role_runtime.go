@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 
 	api "github.com/containerd/nri/pkg/api"
@@ -22,8 +23,9 @@ import (
 //
 //	settle        "settle" once events are dispatched to a plugin (or
 //	              "settle error <why>")
-//	mem           "mem <VmRSS kB> <VmHWM kB> <live heap bytes>" after a
-//	              collection that returns freed memory to the system
+//	mem [FILE]    "mem <VmRSS kB> <VmHWM kB> <live heap bytes>" after a
+//	              collection that returns freed memory to the system; with
+//	              FILE, also writes a heap profile there
 //	create N K B  N containers through their events (RunPodSandbox for
 //	              each pod of two, then CreateContainer, PostCreateContainer,
 //	              StartContainer, PostStartContainer), pods numbered from B,
@@ -49,8 +51,13 @@ func runRuntime(args []string) error {
 			}
 			c.say("settle ok")
 		},
-		"mem": func(c *ctl, _ []string) {
+		"mem": func(c *ctl, args []string) {
 			rss, hwm, live := settledMemory()
+			if len(args) == 1 {
+				if err := writeHeapProfile(args[0]); err != nil {
+					fmt.Fprintln(os.Stderr, "nribench runtime: heap profile:", err)
+				}
+			}
 			c.say("mem %d %d %d", rss, hwm, live)
 		},
 		"create": func(c *ctl, args []string) {
@@ -82,6 +89,20 @@ func settledMemory() (rss, hwm int64, live uint64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return rss, hwm, ms.HeapAlloc
+}
+
+// writeHeapProfile writes the heap profile (what is live, by allocation
+// site, as of the last collection) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close() // the write's error is the one to report
+		return err
+	}
+	return f.Close()
 }
 
 func createFromArgs(a adaptationAPI, args []string) error {

@@ -86,6 +86,14 @@ func (e *env) profArgs(role string) []string {
 	return []string{"-cpuprofile", e.profile + "." + role + ".pprof"}
 }
 
+// heapProfile returns a role's heap profile path, if profiling.
+func (e *env) heapProfile(role string) string {
+	if e.profile == "" {
+		return ""
+	}
+	return e.profile + "." + role + ".heap.pprof"
+}
+
 // windowProfile returns the driver's CPU profile path for a window.
 func (e *env) windowProfile(window string) string {
 	if e.profile == "" {
