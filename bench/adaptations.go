@@ -10,6 +10,8 @@ import (
 
 	"github.com/containerd/nri/pkg/adaptation"
 	api "github.com/containerd/nri/pkg/api"
+
+	dropin "github.com/nri-grpc/nri-grpc/adaptation"
 )
 
 // adaptationAPI is what a runtime (containerd's internal/nri) calls on
@@ -18,21 +20,7 @@ import (
 // request and response types being the same Go types (the drop-in's are
 // aliases of upstream's pkg/api). The dropin scenario's driver is written
 // once against it.
-type adaptationAPI interface {
-	Start() error
-	Stop()
-	RunPodSandbox(context.Context, *api.RunPodSandboxRequest) error
-	StopPodSandbox(context.Context, *api.StopPodSandboxRequest) error
-	RemovePodSandbox(context.Context, *api.RemovePodSandboxRequest) error
-	CreateContainer(context.Context, *api.CreateContainerRequest) (*api.CreateContainerResponse, error)
-	PostCreateContainer(context.Context, *api.PostCreateContainerRequest) error
-	StartContainer(context.Context, *api.StartContainerRequest) error
-	PostStartContainer(context.Context, *api.PostStartContainerRequest) error
-	UpdateContainer(context.Context, *api.UpdateContainerRequest) (*api.UpdateContainerResponse, error)
-	PostUpdateContainer(context.Context, *api.PostUpdateContainerRequest) error
-	StopContainer(context.Context, *api.StopContainerRequest) (*api.StopContainerResponse, error)
-	RemoveContainer(context.Context, *api.RemoveContainerRequest) error
-}
+type adaptationAPI = dropin.Interface
 
 var _ adaptationAPI = (*adaptation.Adaptation)(nil)
 
