@@ -63,7 +63,6 @@ type Adaptation struct {
 	dontListen                         bool
 	configFile                         string // "": NRI_GRPC_CONFIG, else nrid's defaults
 	builtin                            []*builtin.BuiltinPlugin
-	validator                          *validator.DefaultValidatorConfig // nil: not enabled
 	metrics                            Metrics
 	deprecation                        DeprecationRecorder
 	clientOpts                         []ttrpc.ClientOpts
@@ -142,15 +141,15 @@ func WithMetrics(m Metrics) Option {
 	}
 }
 
-// WithDefaultValidator enables the server's default validator with cfg's
-// settings when cfg enables it (containerd's default_validator section):
-// the same rejections as upstream's default validator, with nri-grpc's
-// deliberate changes (docs/embedding.md). Settings of the nri-grpc
-// configuration's [validator] section add up with these.
+// WithDefaultValidator runs upstream's default validator as the builtin
+// plugin 00-default-validator when cfg enables it, as upstream does: a
+// runtime's default_validator behaves as with upstream. nri-grpc's own
+// default validator (the nri-grpc configuration's [validator] and required
+// [[plugin]] entries) runs beside it, with nri-grpc's semantics.
 func WithDefaultValidator(cfg *validator.DefaultValidatorConfig) Option {
 	return func(r *Adaptation) error {
-		if cfg != nil && cfg.Enable {
-			r.validator = cfg
+		if p := validator.GetDefaultValidator(cfg); p != nil {
+			r.builtin = append([]*builtin.BuiltinPlugin{p}, r.builtin...)
 		}
 		return nil
 	}

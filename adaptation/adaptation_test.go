@@ -15,6 +15,8 @@ import (
 	"github.com/containerd/nri/pkg/adaptation/builtin"
 	"github.com/containerd/nri/pkg/api"
 	validator "github.com/containerd/nri/plugins/default-validator/builtin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -104,9 +106,28 @@ func TestSameAdjustmentsAsUpstream(t *testing.T) {
 	}
 }
 
-// TestValidatorRejectionReadsAsUpstream: a classic validator's rejection
-// and the default validator's fail the creation with upstream's message.
-func TestValidatorRejectionReadsAsUpstream(t *testing.T) {
+// setter sets annotation "same" (two of them conflict).
+type setter struct{ base }
+
+func (p *setter) CreateContainer(context.Context, *api.PodSandbox, *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	a := &api.ContainerAdjustment{}
+	a.AddAnnotation("same", "x")
+	return a, nil, nil
+}
+
+// vetoer fails every CreateContainer with a status of its own.
+type vetoer struct{ base }
+
+func (p *vetoer) CreateContainer(context.Context, *api.PodSandbox, *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	return nil, nil, status.Error(codes.PermissionDenied, "not on this node")
+}
+
+// TestErrorsReadAsUpstream: a classic validator's rejection, the default
+// validator's (a knob, a required plugin), a conflict between plugins and
+// a plugin's veto fail the creation with upstream's error: the same text
+// and the same status code, which runtimes pass on (containerd's CRI keeps
+// a status's code).
+func TestErrorsReadAsUpstream(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup setup
@@ -118,21 +139,32 @@ func TestValidatorRejectionReadsAsUpstream(t *testing.T) {
 		}},
 		{"default validator", setup{validator: &validator.DefaultValidatorConfig{Enable: true, RejectOCIHookAdjustment: true}},
 			func(t *testing.T, e *env) { stubPlugin(t, e, "hooks", "10", &hooker{base: newBase()}) }},
+		{"default validator, required plugin", setup{validator: &validator.DefaultValidatorConfig{Enable: true, RequiredPlugins: []string{"absent"}}},
+			func(t *testing.T, e *env) { stubPlugin(t, e, "alpha", "10", &injector{base: newBase(), tag: "alpha"}) }},
+		{"conflict", setup{}, func(t *testing.T, e *env) {
+			stubPlugin(t, e, "first", "10", &setter{base: newBase()})
+			stubPlugin(t, e, "second", "20", &setter{base: newBase()})
+		}},
+		{"veto", setup{}, func(t *testing.T, e *env) { stubPlugin(t, e, "veto", "10", &vetoer{base: newBase()}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msgs := map[impl]string{}
+			errs := map[impl]error{}
 			for _, i := range both {
 				e := start(t, i, tc.setup, nil)
 				tc.start(t, e)
 				p := pod("1")
+				if err := e.RunPodSandbox(context.Background(), &api.RunPodSandboxRequest{Pod: p}); err != nil {
+					t.Fatalf("%s: RunPodSandbox: %v", i, err)
+				}
 				_, err := e.CreateContainer(context.Background(), &api.CreateContainerRequest{Pod: p, Container: ctr(p, "1")})
 				if err == nil {
 					t.Fatalf("%s: the creation was not rejected", i)
 				}
-				msgs[i] = err.Error()
+				errs[i] = err
 			}
-			if !strings.Contains(msgs[dropIn], msgs[upstreamImpl]) {
-				t.Fatalf("the rejections read differently:\nupstream: %s\ndrop-in:  %s", msgs[upstreamImpl], msgs[dropIn])
+			u, d := errs[upstreamImpl], errs[dropIn]
+			if u.Error() != d.Error() || status.Code(u) != status.Code(d) {
+				t.Fatalf("the errors differ:\nupstream: %v (%v)\ndrop-in:  %v (%v)", u, status.Code(u), d, status.Code(d))
 			}
 		})
 	}

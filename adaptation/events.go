@@ -91,7 +91,7 @@ func convertAll[T any, P interface {
 func creating[T any, P interface {
 	*T
 	unsafeDecoder
-}](ctx context.Context, r *Adaptation, req vtMessage, call func(*server.Server, context.Context, P, ...server.EventOption) error) error {
+}](ctx context.Context, r *Adaptation, event string, req vtMessage, call func(*server.Server, context.Context, P, ...server.EventOption) error) error {
 	srv := r.server()
 	if srv == nil {
 		return nil
@@ -100,7 +100,7 @@ func creating[T any, P interface {
 	if err != nil {
 		return err
 	}
-	return call(srv, ctx, in, server.Encoded(raw))
+	return asUpstream(event, call(srv, ctx, in, server.Encoded(raw)))
 }
 
 // notify relays a notification. Plugins' errors are logged, never returned:
@@ -137,12 +137,12 @@ func (r *Adaptation) notified(event string, errs []*nriv1beta1.PluginError, err 
 
 // RunPodSandbox relays the creation of a pod to plugins.
 func (r *Adaptation) RunPodSandbox(ctx context.Context, req *RunPodSandboxRequest) error {
-	return creating[nriv1beta1.RunPodSandboxRequest](ctx, r, req, (*server.Server).RunPodSandbox)
+	return creating[nriv1beta1.RunPodSandboxRequest](ctx, r, "RunPodSandbox", req, (*server.Server).RunPodSandbox)
 }
 
 // UpdatePodSandbox relays the update of a pod's resources to plugins.
 func (r *Adaptation) UpdatePodSandbox(ctx context.Context, req *UpdatePodSandboxRequest) (*UpdatePodSandboxResponse, error) {
-	err := creating[nriv1beta1.UpdatePodSandboxRequest](ctx, r, req, (*server.Server).UpdatePodSandbox)
+	err := creating[nriv1beta1.UpdatePodSandboxRequest](ctx, r, "UpdatePodSandbox", req, (*server.Server).UpdatePodSandbox)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func (r *Adaptation) CreateContainer(ctx context.Context, req *CreateContainerRe
 	}
 	rsp, err := srv.CreateContainer(ctx, in, server.Encoded(raw))
 	if err != nil {
-		return nil, err
+		return nil, asUpstream("CreateContainer", err)
 	}
 	return convert[CreateContainerResponse](rsp)
 }
@@ -194,7 +194,7 @@ func (r *Adaptation) PostCreateContainer(ctx context.Context, req *PostCreateCon
 
 // StartContainer relays the start of a container to plugins.
 func (r *Adaptation) StartContainer(ctx context.Context, req *StartContainerRequest) error {
-	return creating[nriv1beta1.StartContainerRequest](ctx, r, req, (*server.Server).StartContainer)
+	return creating[nriv1beta1.StartContainerRequest](ctx, r, "StartContainer", req, (*server.Server).StartContainer)
 }
 
 // PostStartContainer tells plugins that a container started.
@@ -225,7 +225,7 @@ func (r *Adaptation) UpdateContainer(ctx context.Context, req *UpdateContainerRe
 	// memory and CPU messages) before plugins see it.
 	rsp, err := srv.UpdateContainer(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, asUpstream("UpdateContainer", err)
 	}
 	out, err := convert[UpdateContainerResponse](&nriv1beta1.AdaptationServiceUpdateContainerResponse{Update: rsp.GetUpdate(), Evict: rsp.GetEvict()})
 	if err != nil {

@@ -434,6 +434,15 @@ func (e *classicEnv) PlainError(reason string) bool {
 	if !e.grpcServed() {
 		return true
 	}
+	if e.d != nil {
+		// The drop-in answers vetoes, rejections and conflicts as upstream
+		// does (adaptation.asUpstream): the plugin's own status, or plain
+		// text without nri-grpc's details.
+		switch reason {
+		case "DISPATCH_OUTCOME_VETOED", "DISPATCH_OUTCOME_REJECTED", "DISPATCH_OUTCOME_CONFLICT":
+			return true
+		}
+	}
 	return reason == "" || strings.HasPrefix(reason, "REGISTRATION_REFUSAL_")
 }
 

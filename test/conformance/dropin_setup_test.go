@@ -2,10 +2,12 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 
 	dropin "github.com/nri-grpc/nri-grpc/adaptation"
+	"github.com/nri-grpc/nri-grpc/server/validate"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
 )
 
@@ -34,7 +37,7 @@ func (e *classicEnv) startDropIn(t conformance.T, o conformance.Options, dir, so
 	t.Helper()
 	cfg := filepath.Join(dir, "nri-grpc.toml")
 	body := "[server]\nsocket = " + strconv.Quote(filepath.Join(dir, "nri-grpc.sock")) +
-		"\nplugin_socket_dir = " + strconv.Quote(filepath.Join(dir, "p")) + "\n"
+		"\nplugin_socket_dir = " + strconv.Quote(filepath.Join(dir, "p")) + "\n" + validatorTOML(o.Validator)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +48,6 @@ func (e *classicEnv) startDropIn(t conformance.T, o conformance.Options, dir, so
 		dropin.WithMetrics(cm),
 		dropin.WithConfigFile(cfg),
 		dropin.WithLogger(logger),
-	}
-	if c := defaultValidator(o); c != nil {
-		opts = append(opts, dropin.WithDefaultValidator(c))
 	}
 	if o.DisableExternalConnections {
 		opts = append(opts, dropin.WithDisabledExternalConnections())
@@ -70,6 +70,33 @@ func (e *classicEnv) startDropIn(t conformance.T, o conformance.Options, dir, so
 	t.Cleanup(d.Stop)
 	e.d, e.srv, e.plugSock = d, d.Server(), sock
 	return e, nil
+}
+
+// validatorTOML is the scenario's validator as the nri-grpc configuration's
+// [validator] section: the scenarios' validator is nri-grpc's (a runtime's
+// default_validator runs upstream's, adaptation_test.go compares it).
+func validatorTOML(v validate.Config) string {
+	var b strings.Builder
+	b.WriteString("[validator]\n")
+	for k, on := range map[string]bool{
+		"reject_oci_hook_adjustment":                v.RejectOCIHookAdjustment,
+		"reject_runtime_default_seccomp_adjustment": v.RejectRuntimeDefaultSeccompAdjustment,
+		"reject_unconfined_seccomp_adjustment":      v.RejectUnconfinedSeccompAdjustment,
+		"reject_custom_seccomp_adjustment":          v.RejectCustomSeccompAdjustment,
+		"reject_namespace_adjustment":               v.RejectNamespaceAdjustment,
+		"reject_sysctl_adjustment":                  v.RejectSysctlAdjustment,
+	} {
+		fmt.Fprintf(&b, "%s = %v\n", k, on)
+	}
+	quoted := make([]string, len(v.RequiredPlugins))
+	for i, p := range v.RequiredPlugins {
+		quoted[i] = strconv.Quote(p)
+	}
+	fmt.Fprintf(&b, "required_plugins = [%s]\n", strings.Join(quoted, ", "))
+	if v.TolerateMissingPluginsAnnotation != "" {
+		fmt.Fprintf(&b, "tolerate_missing_plugins_annotation = %s\n", strconv.Quote(v.TolerateMissingPluginsAnnotation))
+	}
+	return b.String()
 }
 
 // orDefault is d, or def when d is zero.
