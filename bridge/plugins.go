@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,9 +37,18 @@ type PluginSide struct {
 	log       *slog.Logger
 	regWait   time.Duration
 	selectors func(full string) []*nriv1beta1.EventSelector // nil: none
+	ttrpcOpts ttrpcOptions
 
-	mu    sync.Mutex
-	conns map[*classicConn]struct{}
+	mu       sync.Mutex
+	conns    map[*classicConn]struct{}
+	launched []*launchSlot // every slot Launch started, for WaitLaunched
+}
+
+// ttrpcOptions are extra options of the ttrpc clients and servers of
+// classic plugin connections (WithTTRPCOptions).
+type ttrpcOptions struct {
+	client []ttrpc.ClientOpts
+	server []ttrpc.ServerOpt
 }
 
 // PluginOption configures a PluginSide; pass options to NewPluginSide. It
@@ -51,6 +61,18 @@ type pluginOptions struct {
 	log       *slog.Logger
 	regWait   time.Duration
 	selectors func(full string) []*nriv1beta1.EventSelector
+	ttrpc     ttrpcOptions
+}
+
+// WithTTRPCOptions adds options to the ttrpc client that calls each classic
+// plugin and to the ttrpc server that serves its Runtime service (for
+// example a runtime's tracing interceptors, as pkg/adaptation's option of
+// the same name does).
+func WithTTRPCOptions(client []ttrpc.ClientOpts, server []ttrpc.ServerOpt) PluginOption {
+	return func(o *pluginOptions) {
+		o.ttrpc.client = append(o.ttrpc.client, client...)
+		o.ttrpc.server = append(o.ttrpc.server, server...)
+	}
 }
 
 // WithClassicSelectors gives classic plugins, which cannot declare event
@@ -89,7 +111,8 @@ func NewPluginSide(srv *server.Server, opts ...PluginOption) (*PluginSide, error
 	if o.log == nil {
 		o.log = slog.Default()
 	}
-	return &PluginSide{srv: srv, log: o.log, regWait: o.regWait, selectors: o.selectors, conns: map[*classicConn]struct{}{}}, nil
+	return &PluginSide{srv: srv, log: o.log, regWait: o.regWait, selectors: o.selectors, ttrpcOpts: o.ttrpc,
+		conns: map[*classicConn]struct{}{}}, nil
 }
 
 // Serve accepts classic plugins on lis (a unix socket, where unmodified
@@ -124,6 +147,32 @@ func (ps *PluginSide) Serve(ctx context.Context, lis net.Listener) error {
 type launchSlot struct {
 	name, idx string
 	config    []byte
+	// settled is closed when the plugin's first connection registered or
+	// failed to (WaitLaunched).
+	settled    chan struct{}
+	settleOnce sync.Once
+}
+
+// settle marks the end of the slot's first registration.
+func (s *launchSlot) settle() { s.settleOnce.Do(func() { close(s.settled) }) }
+
+// WaitLaunched waits until every classic plugin Launch started has
+// registered, failed to register (refused, timed out, or exited), or could
+// not be started, or until ctx is done. A runtime embedding the server
+// calls it at its start, as classic NRI returns from its start only once
+// its pre-launched plugins registered.
+func (ps *PluginSide) WaitLaunched(ctx context.Context) error {
+	ps.mu.Lock()
+	slots := slices.Clone(ps.launched)
+	ps.mu.Unlock()
+	for _, s := range slots {
+		select {
+		case <-s.settled:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Launch starts the classic plugins of dir the classic way (a socketpair on
@@ -133,7 +182,10 @@ type launchSlot struct {
 func (ps *PluginSide) Launch(ctx context.Context, sup *supervisor.Supervisor, dir, confDir string) error {
 	plugins, errs := supervisor.Discover(dir, confDir)
 	for _, p := range plugins {
-		slot := &launchSlot{name: p.Name, idx: p.Index, config: p.Config}
+		slot := &launchSlot{name: p.Name, idx: p.Index, config: p.Config, settled: make(chan struct{})}
+		ps.mu.Lock()
+		ps.launched = append(ps.launched, slot)
+		ps.mu.Unlock()
 		var local *os.File
 		_, err := sup.Start(ctx, supervisor.Spec{
 			Name:  p.Name,
@@ -162,6 +214,7 @@ func (ps *PluginSide) Launch(ctx context.Context, sup *supervisor.Supervisor, di
 			},
 		})
 		if err != nil {
+			slot.settle()
 			errs = append(errs, fmt.Errorf("launching classic plugin %s: %w", p.FullName(), err))
 		}
 	}
@@ -193,6 +246,9 @@ type classicConn struct {
 // the plugin's Plugin service (conn 1, we are the ttrpc client) and our
 // Runtime service (conn 2, we serve it).
 func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, slot *launchSlot) {
+	if slot != nil {
+		defer slot.settle() // however the connection ends
+	}
 	mux := multiplex.Multiplex(c, multiplex.WithBlockedRead())
 	defer func() { _ = mux.Close() }() // the connection is over: nothing to do about a failed close
 	pconn, err := mux.Open(multiplex.PluginServiceConn)
@@ -202,14 +258,15 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 	}
 	closed := make(chan struct{})
 	var once sync.Once
-	client := ttrpc.NewClient(pconn, ttrpc.WithOnClose(func() { once.Do(func() { close(closed) }) }))
+	copts := append(slices.Clone(ps.ttrpcOpts.client), ttrpc.WithOnClose(func() { once.Do(func() { close(closed) }) }))
+	client := ttrpc.NewClient(pconn, copts...)
 	defer func() { _ = client.Close() }()
 	lis, err := mux.Listen(multiplex.RuntimeServiceConn)
 	if err != nil {
 		ps.log.Error("classic plugin: listening for the runtime connection", "error", err)
 		return
 	}
-	tsrv, err := ttrpc.NewServer()
+	tsrv, err := ttrpc.NewServer(ps.ttrpcOpts.server...)
 	if err != nil {
 		ps.log.Error("classic plugin: ttrpc server", "error", err)
 		return
@@ -298,7 +355,14 @@ func (cc *classicConn) RegisterPlugin(_ context.Context, req *v1alpha1.RegisterP
 }
 
 // settle marks the end of the registration, however it ended.
-func (cc *classicConn) settle() { cc.settleOnce.Do(func() { close(cc.settled) }) }
+func (cc *classicConn) settle() {
+	cc.settleOnce.Do(func() {
+		close(cc.settled)
+		if cc.slot != nil {
+			cc.slot.settle()
+		}
+	})
+}
 
 // updateContainers serves a classic plugin's unsolicited updates and
 // evictions; it returns the updates that failed.

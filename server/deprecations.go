@@ -53,6 +53,9 @@ func (s *Server) RecordDeprecation(plugin *nriv1beta1.PluginInstance, kind strin
 	s.opts.metrics.Deprecation(full, kind)
 	if first := s.deprecationStore().record(full, plugin, kind, event, details); first {
 		s.log.Warn("deprecated plugin behaviour", "plugin", full, "kind", kind, "event", event.String(), "details", details)
+		if s.opts.deprecationHook != nil {
+			s.opts.deprecationHook(full, kind, event, details)
+		}
 	}
 }
 

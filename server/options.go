@@ -56,6 +56,7 @@ type options struct {
 	authorizer          Authorizer
 	policyFor           func(identity, full string) *PluginPolicy
 	metrics             Metrics
+	deprecationHook     func(plugin, kind string, event nriv1beta1.Event, details string)
 	notReady            nriv1beta1.NotReadyPolicy // default for NOT_READY (status.go)
 	minResyncInterval   time.Duration             // between requested resyncs of a plugin
 }
@@ -152,6 +153,15 @@ type PluginPolicy struct {
 	// plugin behind the bridge always does); a plugin's own selectors win
 	// (selectors.go).
 	Selectors []*nriv1beta1.EventSelector
+}
+
+// WithDeprecationHook calls hook on the first occurrence of each
+// deprecated behaviour per plugin, kind and event (RecordDeprecation), with
+// the plugin's full name: an embedding runtime reports it as its own
+// warning (the pkg/adaptation drop-in's DeprecationRecorder). It runs on the
+// dispatch path and must not block.
+func WithDeprecationHook(hook func(plugin, kind string, event nriv1beta1.Event, details string)) Option {
+	return func(o *options) { o.deprecationHook = hook }
 }
 
 // WithMetrics sets the metrics sink (default, and for nil: none).
