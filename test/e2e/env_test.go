@@ -305,6 +305,13 @@ func (e *Env) connectNrid() {
 	e.Health = healthpb.NewHealthClient(e.nridConn)
 }
 
+// nridOnly adds a skipped "dropin" subtest naming why a scenario runs on
+// stock containerd with nrid only.
+func nridOnly(t *testing.T, reason string) {
+	t.Helper()
+	t.Run("dropin", func(t *testing.T) { t.Skip("nrid only: " + reason) })
+}
+
 // ServerLog is the log of the process serving the gRPC plugins: nrid's, or
 // containerd's with the drop-in.
 func (e *Env) ServerLog() string {
@@ -447,14 +454,8 @@ func (e *Env) WaitContainerd() {
 		if _, err := e.CRI.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
 			return false
 		}
-		if _, err := os.Stat(e.NRISock); err != nil {
-			return false
-		}
-		if e.DropIn { // the drop-in's gRPC socket too
-			_, err := os.Stat(e.NridSock)
-			return err == nil
-		}
-		return true
+		_, err := os.Stat(e.NRISock)
+		return err == nil
 	})
 	if e.Ctrd.Exited() {
 		e.tb.Fatalf("containerd exited at startup:\n%s", e.Tail(e.Ctrd.Log, 30))
@@ -526,6 +527,10 @@ type GRPCPlugin struct {
 func (e *Env) StartGRPCPlugin(idx, name string, flags ...string) *GRPCPlugin {
 	e.tb.Helper()
 	full := idx + "-" + name
+	if e.DropIn && LogContains(e.Ctrd.Log, "grpc=none") {
+		e.tb.Fatalf("plugin %s: the drop-in serves no gRPC plugin socket (containerd's log: %s)", full,
+			strings.TrimSpace(grepLines(e.Ctrd.Log, "grpc=none")))
+	}
 	ev := filepath.Join(e.Logs, full+".events")
 	args := append([]string{"-name", name, "-idx", idx, "-server", "unix://" + e.NridSock,
 		"-endpoint", filepath.Join(e.PluginDir, full+".sock"), "-events", ev}, flags...)
