@@ -500,6 +500,11 @@ func (e *Env) Plugins() map[string]*nriv1beta1.PluginInfo {
 // WaitPluginReady waits until nrid lists plugin full ("NN-name") as ready.
 func (e *Env) WaitPluginReady(full string, p *Proc) {
 	e.tb.Helper()
+	if e.DropIn && LogContains(e.Ctrd.Log, "grpc=none") {
+		// No AdminService to ask, and no gRPC plugin can register.
+		e.tb.Fatalf("plugin %s: the drop-in serves no gRPC socket (containerd's log: %s)", full,
+			strings.TrimSpace(grepLines(e.Ctrd.Log, "grpc=none")))
+	}
 	ok := waitFor(60*time.Second, func() bool {
 		if p != nil && p.Exited() {
 			return true
@@ -527,10 +532,6 @@ type GRPCPlugin struct {
 func (e *Env) StartGRPCPlugin(idx, name string, flags ...string) *GRPCPlugin {
 	e.tb.Helper()
 	full := idx + "-" + name
-	if e.DropIn && LogContains(e.Ctrd.Log, "grpc=none") {
-		e.tb.Fatalf("plugin %s: the drop-in serves no gRPC plugin socket (containerd's log: %s)", full,
-			strings.TrimSpace(grepLines(e.Ctrd.Log, "grpc=none")))
-	}
 	ev := filepath.Join(e.Logs, full+".events")
 	args := append([]string{"-name", name, "-idx", idx, "-server", "unix://" + e.NridSock,
 		"-endpoint", filepath.Join(e.PluginDir, full+".sock"), "-events", ev}, flags...)

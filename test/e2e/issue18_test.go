@@ -57,10 +57,11 @@ func testNritestRuntimeClassic(t *testing.T, opts EnvOptions) {
 	nt := e.start("nritest", filepath.Join(e.Logs, "nritest.log"), filepath.Join(suite.Bin, "nritest"), nil,
 		"runtime", "--classic", e.NRISock, "--pod-prefix", "nritest-", "--pod-timeout", "2m", "--json-file", report)
 	// containerd logs this once the plugin is in its list: events from
-	// then on reach it.
+	// then on reach it (the drop-in: once the server registered it).
 	if !waitFor(60*time.Second, func() bool {
 		return nt.Exited() || LogContains(e.Ctrd.Log, `plugin \"99-nritest\" connected and synchronized`) ||
-			LogContains(e.Ctrd.Log, `plugin "99-nritest" connected and synchronized`)
+			LogContains(e.Ctrd.Log, `plugin "99-nritest" connected and synchronized`) ||
+			(e.DropIn && LogContains(e.Ctrd.Log, `nri-grpc: plugin registered plugin=99-nritest `))
 	}) || nt.Exited() {
 		t.Fatalf("nritest did not register with containerd within 60s:\n%s\ncontainerd:\n%s", e.Tail(nt.Log, 20), e.Tail(e.Ctrd.Log, 20))
 	}
