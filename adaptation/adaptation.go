@@ -228,7 +228,7 @@ func (r *Adaptation) Start() (err error) {
 	if r.running != nil {
 		return errors.New("NRI adaptation already started")
 	}
-	cfg, err := r.loadConfig()
+	cfg, from, err := r.loadConfig()
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (r *Adaptation) Start() (err error) {
 			r.stopRunning(run, nil)
 		}
 	}()
-	srv, ep, err := r.newServer(ctx, cfg)
+	srv, ep, err := r.newServer(ctx, cfg, from)
 	if err != nil {
 		return err
 	}
@@ -292,9 +292,10 @@ func (r *Adaptation) Start() (err error) {
 		if err := ep.serve(ctx, &run.wg); err != nil {
 			return err
 		}
+		ep.launch(ctx, run.sup)
 	}
 	r.srv, r.running = srv, run
-	r.log.Info("NRI started", "classic_socket", r.classicSocket(), "grpc", ep.describe(r.dontListen))
+	r.log.Info("NRI started", "classic_socket", r.classicSocket(), "grpc", ep.describe())
 	return nil
 }
 
@@ -370,6 +371,11 @@ func (r *Adaptation) server() *server.Server {
 	defer r.mu.Unlock()
 	return r.srv
 }
+
+// Server returns the server NRI runs on, nil before Start and after Stop:
+// its Plugins, AdminService and the rest of nri-grpc's API are the
+// runtime's to use (nri-grpc's extension of upstream's API).
+func (r *Adaptation) Server() *server.Server { return r.server() }
 
 // PluginSyncBlock is what BlockPluginSync returns.
 type PluginSyncBlock struct {

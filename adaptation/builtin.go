@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"sync"
 
 	"github.com/containerd/nri/pkg/adaptation/builtin"
@@ -25,7 +27,8 @@ func registerBuiltin(ctx context.Context, srv *server.Server, b *builtin.Builtin
 	h, err := srv.RegisterInProcess(ctx, server.Registration{
 		Name:     b.Base,
 		Index:    b.Index,
-		Identity: "builtin",
+		// The runtime's own identity: builtin plugins are its code.
+		Identity: "uid:" + strconv.Itoa(os.Geteuid()),
 		Kind:     nriv1beta1.PluginKind_PLUGIN_KIND_IN_PROCESS,
 		Endpoint: "builtin",
 		// In process: no message limit but the server's own, and one

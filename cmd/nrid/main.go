@@ -35,7 +35,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/config"
+	"github.com/nri-grpc/nri-grpc/config"
 	"github.com/nri-grpc/nri-grpc/internal/version"
 	"github.com/nri-grpc/nri-grpc/supervisor"
 )

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/policy"
 	"github.com/nri-grpc/nri-grpc/server"
 )
 

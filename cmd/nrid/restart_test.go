@@ -11,9 +11,9 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
+	"github.com/nri-grpc/nri-grpc/policy"
 )
 
 // gateConfig keeps nrid's state in dir, with the restart gate bounded by

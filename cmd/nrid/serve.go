@@ -10,14 +10,9 @@ import (
 	"sync"
 	"time"
 
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/nri-grpc/nri-grpc/bridge"
 	"github.com/nri-grpc/nri-grpc/internal/handover"
-	"github.com/nri-grpc/nri-grpc/internal/metrics"
-	"github.com/nri-grpc/nri-grpc/internal/probe"
 	"github.com/nri-grpc/nri-grpc/internal/version"
-	"github.com/nri-grpc/nri-grpc/supervisor"
 )
 
 // serving is one run of serve: what its steps started, for the steps after
@@ -27,9 +22,9 @@ type serving struct {
 	l  *listeners
 	in *inherited // what a takeover handed over; nil without one
 
-	errc        chan error // a listener failed
-	stopMetrics context.CancelFunc
-	metricsDone chan struct{}
+	errc      chan error         // a listener failed
+	endServe  context.CancelFunc // ends node.Serve
+	serveDone chan struct{}      // node.Serve returned
 
 	ros     *roster       // server.state_dir's record of the registered plugins; nil without
 	gate    []rosterEntry // the plugins registered before the restart
@@ -38,10 +33,9 @@ type serving struct {
 	grace   time.Duration // server.restart_grace
 	gated   bool          // the restart gate runs; health and the runtime wait for awaited
 
-	sup        *supervisor.Supervisor // nil without launch directories
-	ps         *bridge.PluginSide     // the bridge's plugin side, if configured
-	bridges    sync.WaitGroup         // the bridge's goroutines
-	stopBridge func()                 // ends them and waits
+	ps         *bridge.PluginSide // the bridge's plugin side, if configured
+	bridges    sync.WaitGroup     // the bridge's goroutines
+	stopBridge func()             // ends them and waits
 
 	oldGone    chan struct{} // the nrid taken over from is gone (at once without a takeover)
 	heldDone   chan struct{} // the takeover's hold on events is over
@@ -85,13 +79,13 @@ func (d *daemon) serve(ctx context.Context) error {
 }
 
 // start takes over from the running nrid (with --takeover), opens the
-// listeners and serves gRPC and metrics on them.
+// listeners and serves gRPC and metrics on them (node.Serve).
 func (d *daemon) start(ctx context.Context) (*serving, error) {
 	s := &serving{d: d}
 	if d.takeover {
 		var err error
 		if s.in, err = d.takeOver(ctx); err != nil {
-			_ = d.tracer.Shutdown(context.Background())
+			d.release()
 			return nil, err
 		}
 	}
@@ -100,38 +94,20 @@ func (d *daemon) start(ctx context.Context) (*serving, error) {
 		if s.in != nil {
 			s.in.taken.Refuse(err)
 		}
-		_ = d.tracer.Shutdown(context.Background())
+		d.release()
 		return nil, err
 	}
 	s.l = l
-	s.errc = make(chan error, 3) // one per listener
-	go func() { s.errc <- serveGRPC(d.unix, l.unix) }()
-	if d.tcp != nil {
-		go func() { s.errc <- serveGRPC(d.tcp, l.tcp) }()
-	}
-	metricsCtx, stopMetrics := context.WithCancel(context.Background())
-	s.stopMetrics = stopMetrics
-	s.metricsDone = make(chan struct{})
-	if d.mx != nil {
-		go func() {
-			defer close(s.metricsDone)
-			if err := d.mx.ServeListener(metricsCtx, l.metrics, d.probes()...); err != nil {
-				s.errc <- err
-			}
-		}()
-	} else {
-		close(s.metricsDone)
-	}
+	s.errc = make(chan error, 1)
+	serveCtx, endServe := context.WithCancel(context.Background())
+	s.endServe, s.serveDone = endServe, make(chan struct{})
+	go func() {
+		defer close(s.serveDone)
+		if err := d.n.Serve(serveCtx, l.Listeners); err != nil {
+			s.errc <- err
+		}
+	}()
 	return s, nil
-}
-
-// probes are the HTTP health probes served beside the metrics
-// (docs/operations.md, "Health"): for probes that cannot open the socket.
-func (d *daemon) probes() []metrics.ServeOption {
-	return []metrics.ServeOption{
-		metrics.WithHandler("/readyz", probe.Readiness(d.health)),
-		metrics.WithHandler("/livez", probe.Liveness(d.health)),
-	}
 }
 
 // loadGate reads the restart gate: the plugins registered before a restart
@@ -159,21 +135,13 @@ func (s *serving) loadGate() {
 		s.awaited, s.skipped = planGate(s.gate, d.policy)
 	}
 	d.srv.RequireUntilRegistered(requiredNames(s.skipped))
-	if (s.gated && len(s.awaited) > 0) || d.cfg.Runtime.Required {
-		d.setHealth(healthpb.HealthCheckResponse_NOT_SERVING)
-	} else {
-		d.setHealth(healthpb.HealthCheckResponse_SERVING)
-	}
+	d.n.SetServing(!(s.gated && len(s.awaited) > 0) && !d.cfg.Runtime.Required)
 }
 
-// startBridge creates the supervisor of the launch directories, starts the
-// bridge's plugin side and creates its runtime side (which runs after the
-// gate, openGate).
+// startBridge starts the bridge's plugin side and creates its runtime side
+// (which runs after the gate, openGate).
 func (s *serving) startBridge(bridgeCtx context.Context) error {
 	d := s.d
-	if d.cfg.Launch.PluginDir != "" || d.cfg.Bridge.ClassicPluginDir != "" {
-		s.sup = supervisor.New(supervisor.WithLogger(d.log))
-	}
 	var err error
 	s.ps, err = d.startBridgePlugins(bridgeCtx, &s.bridges, s.l)
 	if err == nil {
@@ -187,13 +155,13 @@ func (s *serving) abort(err error) {
 	if s.in != nil {
 		s.in.taken.Refuse(err)
 		// The old nrid goes on with these sockets.
-		s.l.unix.SetUnlinkOnClose(false)
+		s.l.Unix.SetUnlinkOnClose(false)
 	}
 	s.stopBridge()
 	s.removeClassicSocket(s.in == nil)
-	s.d.stop(s.sup)
-	s.stopMetrics()
-	<-s.metricsDone
+	s.d.stop()
+	s.endServe()
+	<-s.serveDone
 }
 
 // continueTakeover, after a takeover, continues the runtime connection here;
@@ -259,7 +227,7 @@ func (s *serving) startLaunch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		s.d.launch(ctx, s.sup, s.ps)
+		s.d.launch(ctx, s.d.sup, s.ps)
 	}()
 }
 
@@ -267,11 +235,11 @@ func (s *serving) startLaunch(ctx context.Context) {
 func (s *serving) logServing() {
 	d := s.d
 	attrs := []any{"socket", d.cfg.Server.Socket, "version", version.Server(), "runtime_required", d.cfg.Runtime.Required}
-	if d.tcp != nil {
-		attrs = append(attrs, "tcp", s.l.tcp.Addr().String())
+	if s.l.TCP != nil {
+		attrs = append(attrs, "tcp", s.l.TCP.Addr().String())
 	}
-	if s.l.metrics != nil {
-		attrs = append(attrs, "metrics", s.l.metrics.Addr().String())
+	if s.l.Metrics != nil {
+		attrs = append(attrs, "metrics", s.l.Metrics.Addr().String())
 	}
 	d.log.Info("serving", attrs...)
 }
@@ -280,7 +248,6 @@ func (s *serving) logServing() {
 // runtime for health and runs the bridge's runtime side.
 func (s *serving) openGate(ctx, watchCtx, bridgeCtx context.Context) {
 	d := s.d
-	go d.watchPluginHealth(watchCtx) // per-plugin health services (status.go)
 	if s.gated {
 		owed := d.awaitRestart(ctx, s.awaited, s.skipped, s.grace)
 		if s.ros != nil {
@@ -305,7 +272,7 @@ func (s *serving) openGate(ctx, watchCtx, bridgeCtx context.Context) {
 	if d.cfg.Runtime.Required {
 		go d.watchRuntime(watchCtx)
 	} else {
-		d.setHealth(healthpb.HealthCheckResponse_SERVING)
+		d.n.SetServing(true)
 	}
 	if d.rs != nil {
 		s.bridges.Go(func() { _ = d.rs.Run(bridgeCtx) })
@@ -389,16 +356,16 @@ func (s *serving) shutdown(stopWatch context.CancelFunc, hs *handoverServer, tak
 		_ = hs.lis.Close()
 	}
 	if takenBy != nil {
-		s.l.unix.SetUnlinkOnClose(false)
+		s.l.Unix.SetUnlinkOnClose(false)
 	}
 	stopWatch()
 	<-s.keepDone // the roster stays the set from before the stop
 	s.stopBridge()
 	s.removeClassicSocket(takenBy == nil)
 	<-s.launchDone
-	s.d.stop(s.sup)
-	s.stopMetrics() // last: the metrics of the stop are still served
-	<-s.metricsDone
+	s.d.stop() // the metrics of the stop are still served until its end
+	s.endServe()
+	<-s.serveDone
 	if takenBy != nil {
 		handover.Bye(takenBy)
 	}

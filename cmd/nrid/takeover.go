@@ -181,13 +181,13 @@ func (h *handoverServer) prepare(ctx context.Context) (*handover.Package, *bridg
 		return nil
 	}
 	var err error
-	if h.l.unix != nil {
-		err = errors.Join(err, add("unix", h.l.unix))
+	if h.l.Unix != nil {
+		err = errors.Join(err, add("unix", h.l.Unix))
 	}
-	if tl, ok := h.l.tcp.(*net.TCPListener); ok {
+	if tl, ok := h.l.TCP.(*net.TCPListener); ok {
 		err = errors.Join(err, add("tcp", tl))
 	}
-	if ml, ok := h.l.metrics.(*net.TCPListener); ok {
+	if ml, ok := h.l.Metrics.(*net.TCPListener); ok {
 		err = errors.Join(err, add("metrics", ml))
 	}
 	if h.l.classic != nil {

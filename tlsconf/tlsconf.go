@@ -1,6 +1,7 @@
-// Package tlsconf builds nrid's TLS configurations from the files its
-// configuration names ([tcp] cert_file, key_file, client_ca_file), and logs
-// the handshakes its TCP listener refuses.
+// Package tlsconf builds the server's TLS configurations from the files
+// its configuration names ([tcp] cert_file, key_file, client_ca_file), and
+// logs the handshakes its TCP listener refuses. Package node uses it for
+// nrid and every other embedder.
 package tlsconf
 
 import (

@@ -124,9 +124,16 @@ type PluginRule struct {
 // SelectorRule is one event selector of a [[plugin]] entry
 // (nri.v1beta1.EventSelector; docs/PROTOCOL.md, "Event selectors").
 type SelectorRule struct {
-	Namespaces      []string `toml:"namespaces"`
-	PodLabels       string   `toml:"pod_labels"`
-	ContainerNames  []string `toml:"container_names"`
+	// Namespaces are the pod namespaces selected (EventSelector.namespaces).
+	Namespaces []string `toml:"namespaces"`
+	// PodLabels is a Kubernetes label selector over the pod's labels
+	// (EventSelector.pod_labels).
+	PodLabels string `toml:"pod_labels"`
+	// ContainerNames are the container names selected
+	// (EventSelector.container_names).
+	ContainerNames []string `toml:"container_names"`
+	// RuntimeHandlers are the pods' runtime handlers selected
+	// (EventSelector.runtime_handlers).
 	RuntimeHandlers []string `toml:"runtime_handlers"`
 }
 
@@ -182,12 +189,16 @@ func (g Grant) String() string {
 // RuleError is an invalid rule: Key is the TOML path of the offending key
 // ("policy[2].events").
 type RuleError struct {
+	// Key is the TOML path of the offending key.
 	Key string
+	// Err says what is wrong with it.
 	Err error
 }
 
+// Error implements error: "key: err".
 func (e *RuleError) Error() string { return e.Key + ": " + e.Err.Error() }
 
+// Unwrap returns Err.
 func (e *RuleError) Unwrap() error { return e.Err }
 
 // identity kinds.

@@ -1,4 +1,6 @@
-// Package config is nrid's configuration: one strict TOML file (unknown keys
+// Package config is nri-grpc's configuration, nrid's and that of every
+// embedder of package node (the drop-in for containerd's pkg/adaptation
+// reads the same schema): one strict TOML file (unknown keys
 // are errors naming the key and its line), defaults that work without a
 // file, and checks that name the offending key and line. Every key is
 // documented in deploy/nrid.toml.
@@ -19,7 +21,7 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/policy"
+	"github.com/nri-grpc/nri-grpc/policy"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
@@ -40,7 +42,9 @@ const (
 	DefaultRestartGrace = 10 * time.Second
 )
 
-// Config is nrid's configuration.
+// Config is one nri-grpc configuration (nrid.toml's schema). Some
+// sections are nrid's only (Bridge, the restart gate's keys of Server):
+// other embedders ignore them.
 type Config struct {
 	// Server: sockets, timeouts and limits.
 	Server Server `toml:"server"`
@@ -78,29 +82,34 @@ type Server struct {
 	SocketDirMode FileMode `toml:"socket_dir_mode"`
 	// PluginSocketDir is the only directory unix plugin endpoints may be in.
 	PluginSocketDir string `toml:"plugin_socket_dir"`
-	// PluginSocketDirMode and PluginSocketDirGroup: as for the socket's
-	// directory; plugins that are not root need write access to create
-	// their sockets there.
-	PluginSocketDirMode  FileMode `toml:"plugin_socket_dir_mode"`
-	PluginSocketDirGroup string   `toml:"plugin_socket_dir_group"`
+	// PluginSocketDirMode is the plugin socket directory's mode, as for
+	// the socket's directory; plugins that are not root need write access
+	// to create their sockets there.
+	PluginSocketDirMode FileMode `toml:"plugin_socket_dir_mode"`
+	// PluginSocketDirGroup, when set, is the plugin socket directory's
+	// group (name or number).
+	PluginSocketDirGroup string `toml:"plugin_socket_dir_group"`
 	// NodeName is sent to plugins (default: the host name).
 	NodeName string `toml:"node_name"`
-	// RegistrationTimeout, RequestTimeout, MaxTimeout, ShutdownGrace: see
-	// the server's options.
+	// RegistrationTimeout bounds a registration (server.WithRegistrationTimeout).
 	RegistrationTimeout Duration `toml:"registration_timeout"`
-	RequestTimeout      Duration `toml:"request_timeout"`
-	MaxTimeout          Duration `toml:"max_timeout"`
-	ShutdownGrace       Duration `toml:"shutdown_grace"`
+	// RequestTimeout is a plugin call's default budget (server.WithRequestTimeout).
+	RequestTimeout Duration `toml:"request_timeout"`
+	// MaxTimeout caps the budget a plugin may ask for (server.WithMaxTimeout).
+	MaxTimeout Duration `toml:"max_timeout"`
+	// ShutdownGrace is how long plugins get after Shutdown (server.WithShutdownGrace).
+	ShutdownGrace Duration `toml:"shutdown_grace"`
 	// StopTimeout bounds a graceful stop after SIGTERM or SIGINT.
 	StopTimeout Duration `toml:"stop_timeout"`
 	// MaxMessageSize is the largest message nrid sends or receives.
 	MaxMessageSize int `toml:"max_message_size"`
 	// MaxConcurrentCalls caps the concurrency granted to plugins.
 	MaxConcurrentCalls int `toml:"max_concurrent_calls"`
-	// RegisterRate and RegisterBurst limit RegisterPlugin calls per
-	// identity (0 disables the limit).
-	RegisterRate  float64 `toml:"register_rate"`
-	RegisterBurst int     `toml:"register_burst"`
+	// RegisterRate limits RegisterPlugin calls per identity, per second
+	// (0 disables the limit).
+	RegisterRate float64 `toml:"register_rate"`
+	// RegisterBurst is the burst RegisterRate allows.
+	RegisterBurst int `toml:"register_burst"`
 	// StateDir is where nrid keeps what must survive its restarts: the
 	// plugins that were registered (the restart gate). Empty: nothing is
 	// kept, and there is no restart gate.
@@ -124,9 +133,10 @@ type Runtime struct {
 	// Required keeps health NOT_SERVING until a runtime is attached and
 	// synchronized.
 	Required bool `toml:"required"`
-	// Name and Version are what plugins see in Configure until a runtime
+	// Name is the runtime name plugins see in Configure until a runtime
 	// attaches with its own.
-	Name    string `toml:"name"`
+	Name string `toml:"name"`
+	// Version is the runtime version plugins see with Name.
 	Version string `toml:"version"`
 }
 
@@ -134,9 +144,11 @@ type Runtime struct {
 type TCP struct {
 	// Address to listen on ("127.0.0.1:7443"); empty disables TCP.
 	Address string `toml:"address"`
-	// CertFile and KeyFile are the server's certificate and key (PEM).
+	// CertFile is the server's certificate (PEM); the server also dials
+	// TCP plugin endpoints with it.
 	CertFile string `toml:"cert_file"`
-	KeyFile  string `toml:"key_file"`
+	// KeyFile is CertFile's private key (PEM).
+	KeyFile string `toml:"key_file"`
 	// ClientCAFile verifies client certificates (PEM bundle).
 	ClientCAFile string `toml:"client_ca_file"`
 	// ClientAuth is "require" (every client presents a certificate) or
@@ -179,11 +191,23 @@ type Launch struct {
 // Bridge configures the ttrpc bridge (see docs/bridge.md): each side is
 // enabled by setting its socket.
 type Bridge struct {
-	RuntimeSocket    string `toml:"runtime_socket"`
-	PluginSocket     string `toml:"plugin_socket"`
-	PluginName       string `toml:"plugin_name"`
-	PluginIndex      string `toml:"plugin_index"`
+	// RuntimeSocket is the runtime's classic NRI socket nrid attaches to
+	// as one plugin (the runtime side).
+	RuntimeSocket string `toml:"runtime_socket"`
+	// PluginSocket is the classic-plugin socket nrid serves for v1alpha1
+	// plugins (the plugin side).
+	PluginSocket string `toml:"plugin_socket"`
+	// PluginName is the name the bridge registers with the runtime under
+	// ("": bridge.DefaultPluginName).
+	PluginName string `toml:"plugin_name"`
+	// PluginIndex is the bridge's index with the runtime ("":
+	// bridge.DefaultPluginIndex).
+	PluginIndex string `toml:"plugin_index"`
+	// ClassicPluginDir holds classic plugins launched the classic way
+	// (socketpair on fd 3).
 	ClassicPluginDir string `toml:"classic_plugin_dir"`
+	// ClassicConfigDir holds their configuration ("NN-name.conf" then
+	// "name.conf").
 	ClassicConfigDir string `toml:"classic_config_dir"`
 }
 
@@ -218,14 +242,19 @@ func Default() *Config {
 // Error is an invalid configuration: it names the source, the line and
 // column (0 when unknown) and the key.
 type Error struct {
+	// Source is the file (or the name Parse was given).
 	Source string
-	Line   int
+	// Line is the 1-based line, 0 when unknown.
+	Line int
+	// Column is the 1-based column, 0 when unknown.
 	Column int
 	// Key is the TOML path ("server.socket", "policy[1].events[0]").
 	Key string
+	// Msg says what is wrong.
 	Msg string
 }
 
+// Error implements error: "source:line:column: key: msg".
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Source)
@@ -618,6 +647,7 @@ func (m *FileMode) UnmarshalText(b []byte) error {
 // MarshalText implements encoding.TextMarshaler.
 func (m FileMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 
+// String is the mode in octal ("0600"), "" for 0 (unset).
 func (m FileMode) String() string {
 	if m == 0 {
 		return ""

@@ -1,11 +1,10 @@
-package main
+package node
 
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
-	"github.com/nri-grpc/nri-grpc/cmd/nrid/internal/config"
+	"github.com/nri-grpc/nri-grpc/config"
 )
 
 // prepareDir creates dir when it is missing (with mode, or 0755) and, when
@@ -36,5 +35,3 @@ func prepareDir(dir string, mode config.FileMode, group string) error {
 	}
 	return nil
 }
-
-func dirOf(path string) string { return filepath.Dir(path) }

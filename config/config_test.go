@@ -12,7 +12,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/server/validate"
 )
 
-const samplePath = "../../../../deploy/nrid.toml"
+const samplePath = "../deploy/nrid.toml"
 
 func readSample(t *testing.T) []byte {
 	t.Helper()

@@ -1,4 +1,5 @@
-// Package policy is nrid's authorization policy: it maps authenticated
+// Package policy is nri-grpc's authorization policy (nrid's, and that of
+// every embedder of package node): it maps authenticated
 // identities to grants (which plugins they may register, which events those
 // plugins may receive, which adjustment fields they may change, failure
 // policy and timeout caps, endpoint forms, AdminService and

@@ -1,0 +1,87 @@
+package node
+
+import (
+	"crypto/tls"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/nri-grpc/nri-grpc/auth"
+	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/interceptor"
+	"github.com/nri-grpc/nri-grpc/internal/apidesc"
+	"github.com/nri-grpc/nri-grpc/internal/codec"
+	"github.com/nri-grpc/nri-grpc/internal/flowctl"
+	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
+	"github.com/nri-grpc/nri-grpc/internal/peercred"
+	"github.com/nri-grpc/nri-grpc/server"
+	"github.com/nri-grpc/nri-grpc/tlsconf"
+)
+
+// newGRPC builds the gRPC servers: the unix socket's and, with serverTLS
+// ([tcp]), the TCP listener's. Both serve one instance of each service:
+// the AdaptationService holds the one attached runtime.
+func (n *Node) newGRPC(tokens *auth.Tokens, serverTLS *tls.Config) error {
+	cfg, s := n.cfg, n.cfg.Server
+	var adminOpts []server.AdminOption
+	if !cfg.Observability.RedactValues {
+		adminOpts = append(adminOpts, server.WithoutRedaction())
+	}
+	rs, as, admin := n.srv.RuntimeService(), n.srv.AdaptationService(), n.srv.AdminService(adminOpts...)
+	n.health = newStoppingHealth(health.NewServer(), n.o.name+" is stopping")
+
+	chain := interceptor.ServerOptions(
+		interceptor.WithLogger(n.log),
+		interceptor.WithAuthenticator(auth.New(auth.WithTokens(tokens), auth.WithKnown(n.policy.Known))),
+		interceptor.WithAccess(auth.Access(n.policy.AuthorizeCall)),
+		interceptor.WithPublic(healthpb.Health_ServiceDesc.ServiceName), // health is open to everybody
+		interceptor.WithRegisterRate(s.RegisterRate, s.RegisterBurst),
+		interceptor.WithUnary(n.srv.SimulationGuard()),
+	)
+	common := []grpc.ServerOption{
+		codec.ServerOption(),
+		grpc.MaxRecvMsgSize(s.MaxMessageSize),
+		grpc.MaxSendMsgSize(s.MaxMessageSize),
+	}
+	common = append(common, flowctl.ServerOptions()...)
+	// Tracing's stats handler first: it sees every call, refused ones too.
+	common = append(common, n.tracer.ServerOptions()...)
+	common = append(common, chain...)
+
+	newGRPC := func(extra ...grpc.ServerOption) (*grpc.Server, error) {
+		g := grpc.NewServer(append(append([]grpc.ServerOption(nil), common...), extra...)...)
+		// Requests that do not decode are the caller's fault: INVALID_ARGUMENT.
+		reg := grpcreg.Registrar(g)
+		nriv1beta1.RegisterRuntimeServiceServer(reg, rs)
+		nriv1beta1.RegisterAdaptationServiceServer(reg, as)
+		nriv1beta1.RegisterAdminServiceServer(reg, admin)
+		healthpb.RegisterHealthServer(g, n.health)
+		// Reflection lists what g serves, nothing else; describing a
+		// symbol (nri.v1beta1.PluginService, which plugins serve) still
+		// works for every nri.v1beta1 file.
+		if err := apidesc.RegisterReflection(g, g); err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	var err error
+	if n.unix, err = newGRPC(grpc.Creds(peercred.Credentials{})); err != nil {
+		return err
+	}
+	if serverTLS != nil {
+		n.tcp, err = newGRPC(grpc.Creds(tlsconf.LogHandshakeFailures(credentials.NewTLS(serverTLS), n.log)),
+			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}))
+		if err != nil {
+			return err
+		}
+	}
+	for name := range n.unix.GetServiceInfo() {
+		n.services = append(n.services, name)
+	}
+	return nil
+}
