@@ -62,6 +62,7 @@ type Adaptation struct {
 	dontListen                         bool
 	configFile                         string // "": NRI_GRPC_CONFIG, else nrid's defaults
 	builtin                            []*builtin.BuiltinPlugin
+	validator                          *validator.DefaultValidatorConfig // nil: not enabled
 	metrics                            Metrics
 	deprecation                        DeprecationRecorder
 	clientOpts                         []ttrpc.ClientOpts
@@ -139,12 +140,15 @@ func WithMetrics(m Metrics) Option {
 	}
 }
 
-// WithDefaultValidator runs upstream's default validator as the builtin
-// plugin 00-default-validator when cfg enables it, as upstream does.
+// WithDefaultValidator enables the server's default validator with cfg's
+// settings when cfg enables it (containerd's default_validator section):
+// the same rejections as upstream's default validator, with nri-grpc's
+// deliberate changes (docs/embedding.md). Settings of the nri-grpc
+// configuration's [validator] section add up with these.
 func WithDefaultValidator(cfg *validator.DefaultValidatorConfig) Option {
 	return func(r *Adaptation) error {
-		if p := validator.GetDefaultValidator(cfg); p != nil {
-			r.builtin = append([]*builtin.BuiltinPlugin{p}, r.builtin...)
+		if cfg != nil && cfg.Enable {
+			r.validator = cfg
 		}
 		return nil
 	}
@@ -370,6 +374,22 @@ func (r *Adaptation) server() *server.Server {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.srv
+}
+
+// Resync reads the runtime's state again through its SyncFn and hands it
+// to the server, which resynchronizes the plugins (nri-grpc's extension of
+// upstream's API). A runtime calls it when its state changed other than
+// through the events, for example after it rebuilt its records; events
+// keep the server's state current otherwise. Events that arrive meanwhile
+// are merged into the new state, never lost.
+func (r *Adaptation) Resync(ctx context.Context) error {
+	srv := r.server()
+	if srv == nil {
+		return errors.New("NRI adaptation not started")
+	}
+	return r.syncFn(ctx, func(ctx context.Context, pods []*PodSandbox, ctrs []*Container) ([]*ContainerUpdate, error) {
+		return nil, r.setState(ctx, srv, pods, ctrs)
+	})
 }
 
 // Server returns the server NRI runs on, nil before Start and after Stop:

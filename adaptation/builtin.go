@@ -25,8 +25,8 @@ func registerBuiltin(ctx context.Context, srv *server.Server, b *builtin.Builtin
 		return nil, fmt.Errorf("builtin plugin without index or name (%q, %q)", b.Index, b.Base)
 	}
 	h, err := srv.RegisterInProcess(ctx, server.Registration{
-		Name:     b.Base,
-		Index:    b.Index,
+		Name:  b.Base,
+		Index: b.Index,
 		// The runtime's own identity: builtin plugins are its code.
 		Identity: "uid:" + strconv.Itoa(os.Geteuid()),
 		Kind:     nriv1beta1.PluginKind_PLUGIN_KIND_IN_PROCESS,

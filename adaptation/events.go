@@ -3,7 +3,6 @@ package adaptation
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -216,13 +215,14 @@ func (r *Adaptation) PostStartContainer(ctx context.Context, req *PostStartConta
 }
 
 // UpdateContainer relays the update of a container's resources to plugins.
-// The answer holds the updates of other containers plugins asked for and,
-// last, the container's own resources when plugins changed them, as
-// upstream answers.
+// As upstream's, the answer lists the updates of other containers plugins
+// asked for and, last, the container's own: its final resources when
+// plugins changed them, nil when not (runtimes read the last entry as the
+// target's resources).
 func (r *Adaptation) UpdateContainer(ctx context.Context, req *UpdateContainerRequest) (*UpdateContainerResponse, error) {
 	srv := r.server()
 	if srv == nil {
-		return &UpdateContainerResponse{}, nil
+		return &UpdateContainerResponse{Update: []*ContainerUpdate{nil}}, nil
 	}
 	in, _, err := toServer[nriv1beta1.UpdateContainerRequest](req)
 	if err != nil {
@@ -238,12 +238,19 @@ func (r *Adaptation) UpdateContainer(ctx context.Context, req *UpdateContainerRe
 	if err != nil {
 		return nil, err
 	}
-	updates := rsp.GetUpdate()
-	if final := rsp.GetLinuxResources(); final != nil && !final.EqualVT(requested) {
-		updates = append(slices.Clip(updates), &nriv1beta1.ContainerUpdate{ContainerId: in.GetContainer().GetId(),
-			Linux: &nriv1beta1.LinuxContainerUpdate{Resources: final}})
+	out, err := convert[UpdateContainerResponse](&nriv1beta1.AdaptationServiceUpdateContainerResponse{Update: rsp.GetUpdate(), Evict: rsp.GetEvict()})
+	if err != nil {
+		return nil, err
 	}
-	return convert[UpdateContainerResponse](&nriv1beta1.AdaptationServiceUpdateContainerResponse{Update: updates, Evict: rsp.GetEvict()})
+	var target *ContainerUpdate
+	if final := rsp.GetLinuxResources(); final != nil && !final.EqualVT(requested) {
+		if target, err = convert[ContainerUpdate](&nriv1beta1.ContainerUpdate{ContainerId: in.GetContainer().GetId(),
+			Linux: &nriv1beta1.LinuxContainerUpdate{Resources: final}}); err != nil {
+			return nil, err
+		}
+	}
+	out.Update = append(out.Update, target)
+	return out, nil
 }
 
 // PostUpdateContainer tells plugins that a container's resources were

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/nri-grpc/nri-grpc/config"
@@ -46,6 +47,31 @@ func (r *Adaptation) loadConfig() (*config.Config, string, error) {
 	return cfg, path, nil
 }
 
+// addValidator adds the runtime's default validator settings to the
+// configuration's: a rejection either asks for applies, and the required
+// plugins are both lists. The runtime's toleration annotation wins.
+func (r *Adaptation) addValidator(cfg *config.Config) {
+	v := r.validator
+	if v == nil {
+		return
+	}
+	c := &cfg.Validator
+	c.RejectOCIHookAdjustment = c.RejectOCIHookAdjustment || v.RejectOCIHookAdjustment
+	c.RejectRuntimeDefaultSeccompAdjustment = c.RejectRuntimeDefaultSeccompAdjustment || v.RejectRuntimeDefaultSeccompAdjustment
+	c.RejectUnconfinedSeccompAdjustment = c.RejectUnconfinedSeccompAdjustment || v.RejectUnconfinedSeccompAdjustment
+	c.RejectCustomSeccompAdjustment = c.RejectCustomSeccompAdjustment || v.RejectCustomSeccompAdjustment
+	c.RejectNamespaceAdjustment = c.RejectNamespaceAdjustment || v.RejectNamespaceAdjustment
+	c.RejectSysctlAdjustment = c.RejectSysctlAdjustment || v.RejectSysctlAdjustment
+	for _, p := range v.RequiredPlugins {
+		if !slices.Contains(c.RequiredPlugins, p) {
+			c.RequiredPlugins = append(c.RequiredPlugins, p)
+		}
+	}
+	if a := v.TolerateMissingAnnotation; a != "" {
+		c.TolerateMissingPluginsAnnotation = a
+	}
+}
+
 // endpoints are nri-grpc's serving side of the server: the node with its
 // gRPC endpoints, metrics and tracing, and the gRPC plugins it launches.
 type endpoints struct {
@@ -58,6 +84,7 @@ type endpoints struct {
 // the runtime's name and version, timeouts, metrics and deprecations win
 // over the configuration's.
 func (r *Adaptation) newServer(ctx context.Context, cfg *config.Config, from string) (*server.Server, *endpoints, error) {
+	r.addValidator(cfg)
 	n, err := node.New(ctx, cfg, node.WithLogger(r.log), node.WithServerOptions(r.serverOptions()...),
 		node.WithMetrics(serverMetrics{r.metrics}))
 	if err != nil {

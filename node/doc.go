@@ -22,10 +22,17 @@
 //	...
 //	n.Stop(stopCtx)               // the graceful stop, bounded by stopCtx
 //
-// Beside the API the embedders agreed on, a Node has ListenWith (Listen
-// that uses the listeners a takeover handed over), Policy (the compiled
-// policy, for the embedder's own decisions) and the options WithLogOutput,
-// WithServiceName and WithStopHook (what runs in Stop between the server's
-// Shutdown and the end of the gRPC servers: nrid stops its launched
-// plugins there).
+// Beside the API the embedders agreed on, a Node has ListenWith (Listen that
+// keeps the listeners a takeover handed over), Policy and Config (the
+// compiled policy and the configuration, for the embedder's own
+// decisions), and the options WithLogOutput, WithServiceName and
+// WithStopHook (what runs in Stop between the server's Shutdown and the end
+// of the gRPC servers: nrid stops its launched plugins there).
+//
+// An embedder that serves a bare server.Server on gRPC servers of its own
+// uses the same wire setup as a Node's endpoints: GRPCServerOptions (the
+// codec, the limits, the flow-control windows) and Services (the services,
+// registered so that undecodable requests are INVALID_ARGUMENT, and
+// reflection); transport.UnixCredentials and interceptor.ServerOptions
+// add peer credentials and authentication. See docs/embedding.md.
 package node

@@ -11,15 +11,10 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/nri-grpc/nri-grpc/auth"
-	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/interceptor"
-	"github.com/nri-grpc/nri-grpc/internal/apidesc"
-	"github.com/nri-grpc/nri-grpc/internal/codec"
-	"github.com/nri-grpc/nri-grpc/internal/flowctl"
-	"github.com/nri-grpc/nri-grpc/internal/grpcreg"
-	"github.com/nri-grpc/nri-grpc/internal/peercred"
 	"github.com/nri-grpc/nri-grpc/server"
 	"github.com/nri-grpc/nri-grpc/tlsconf"
+	"github.com/nri-grpc/nri-grpc/transport"
 )
 
 // newGRPC builds the gRPC servers: the unix socket's and, with serverTLS
@@ -31,7 +26,7 @@ func (n *Node) newGRPC(tokens *auth.Tokens, serverTLS *tls.Config) error {
 	if !cfg.Observability.RedactValues {
 		adminOpts = append(adminOpts, server.WithoutRedaction())
 	}
-	rs, as, admin := n.srv.RuntimeService(), n.srv.AdaptationService(), n.srv.AdminService(adminOpts...)
+	services := NewServices(n.srv, adminOpts...)
 	n.health = newStoppingHealth(health.NewServer(), n.o.name+" is stopping")
 
 	chain := interceptor.ServerOptions(
@@ -42,34 +37,25 @@ func (n *Node) newGRPC(tokens *auth.Tokens, serverTLS *tls.Config) error {
 		interceptor.WithRegisterRate(s.RegisterRate, s.RegisterBurst),
 		interceptor.WithUnary(n.srv.SimulationGuard()),
 	)
-	common := []grpc.ServerOption{
-		codec.ServerOption(),
-		grpc.MaxRecvMsgSize(s.MaxMessageSize),
-		grpc.MaxSendMsgSize(s.MaxMessageSize),
-	}
-	common = append(common, flowctl.ServerOptions()...)
+	common := GRPCServerOptions(s.MaxMessageSize)
 	// Tracing's stats handler first: it sees every call, refused ones too.
 	common = append(common, n.tracer.ServerOptions()...)
 	common = append(common, chain...)
 
 	newGRPC := func(extra ...grpc.ServerOption) (*grpc.Server, error) {
 		g := grpc.NewServer(append(append([]grpc.ServerOption(nil), common...), extra...)...)
-		// Requests that do not decode are the caller's fault: INVALID_ARGUMENT.
-		reg := grpcreg.Registrar(g)
-		nriv1beta1.RegisterRuntimeServiceServer(reg, rs)
-		nriv1beta1.RegisterAdaptationServiceServer(reg, as)
-		nriv1beta1.RegisterAdminServiceServer(reg, admin)
 		healthpb.RegisterHealthServer(g, n.health)
-		// Reflection lists what g serves, nothing else; describing a
-		// symbol (nri.v1beta1.PluginService, which plugins serve) still
-		// works for every nri.v1beta1 file.
-		if err := apidesc.RegisterReflection(g, g); err != nil {
+		// Requests that do not decode are the caller's fault:
+		// INVALID_ARGUMENT. Reflection lists what g serves, nothing else;
+		// describing a symbol (nri.v1beta1.PluginService, which plugins
+		// serve) still works for every nri.v1beta1 file.
+		if err := services.Register(g); err != nil {
 			return nil, err
 		}
 		return g, nil
 	}
 	var err error
-	if n.unix, err = newGRPC(grpc.Creds(peercred.Credentials{})); err != nil {
+	if n.unix, err = newGRPC(grpc.Creds(transport.UnixCredentials())); err != nil {
 		return err
 	}
 	if serverTLS != nil {

@@ -46,6 +46,7 @@ type Node struct {
 	stopped  bool               // Stop was called
 	endServe context.CancelFunc // ends what Serve started beside the gRPC servers
 	serving  sync.WaitGroup     // Serve's goroutines
+	stopDone chan struct{}      // closed when the first Stop is done
 }
 
 // Option configures New.
@@ -112,7 +113,7 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Node, err 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	n := &Node{cfg: cfg, o: o, log: o.log}
+	n := &Node{cfg: cfg, o: o, log: o.log, stopDone: make(chan struct{})}
 	if n.log == nil {
 		n.log = NewLogger(cfg.Log, o.logOut)
 	}

@@ -21,7 +21,8 @@ var ErrStopped = errors.New("node: stopped")
 // per-plugin health services (PluginHealthPrefix) in step with the
 // plugins. A listener that is nil is not served; l.TCP and l.Metrics are
 // served only if the configuration names them (Listen opens what it
-// names). Serve returns nil when ctx ends and the error of the first
+// names). On a stopped node Serve closes l and returns ErrStopped.
+// Serve returns nil when ctx ends and the error of the first
 // listener that fails: either way the endpoints go on serving until Stop,
 // so that the stop is graceful (Stop closes the listeners). Serve is
 // called once.
@@ -30,6 +31,7 @@ func (n *Node) Serve(ctx context.Context, l Listeners) error {
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
+		_ = l.Close()
 		return ErrStopped
 	}
 	if n.served {
@@ -81,17 +83,18 @@ func serveGRPC(g *grpc.Server, l net.Listener) error {
 // the stop hooks run (WithStopHook), then the gRPC servers stop gracefully
 // and whatever still runs when ctx ends is cut; last the metrics endpoint
 // stops and the traces are flushed (within a second). Stop may be called
-// without Serve (after a failed start) and more than once; it returns
-// once everything Serve started has ended.
+// without Serve (after a failed start) and more than once: every call
+// returns once the first one is done, everything Serve started has ended.
 func (n *Node) Stop(ctx context.Context) {
 	n.mu.Lock()
 	first := !n.stopped
 	n.stopped = true
 	n.mu.Unlock()
 	if !first {
-		n.serving.Wait()
+		<-n.stopDone
 		return
 	}
+	defer close(n.stopDone)
 	// NOT_SERVING, and the Watch streams end: the graceful stop below
 	// would wait for them.
 	n.health.end()

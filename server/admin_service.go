@@ -250,11 +250,11 @@ func (a *adminService) DryRun(ctx context.Context, req *nriv1beta1.DryRunRequest
 	return rsp, nil
 }
 
-// CheckSimulation enforces DESIGN §5.10 for AdaptationService calls: a call
+// checkSimulation enforces DESIGN §5.10 for AdaptationService calls: a call
 // marked as simulated (metadata nri.MetadataSimulate: "1", as nrictl simulate
 // sends it) is refused with FAILED_PRECONDITION while a runtime is attached.
 // Unmarked calls, and simulated calls without a runtime, pass.
-func (s *Server) CheckSimulation(ctx context.Context) error {
+func (s *Server) checkSimulation(ctx context.Context) error {
 	md, _ := metadata.FromIncomingContext(ctx)
 	simulated := false
 	for _, v := range md.Get(nri.MetadataSimulate) {
@@ -275,13 +275,13 @@ func (s *Server) CheckSimulation(ctx context.Context) error {
 	}
 }
 
-// SimulationGuard returns a unary interceptor that applies CheckSimulation
+// SimulationGuard returns a unary interceptor that applies checkSimulation
 // to every AdaptationService call and lets every other call through.
 func (s *Server) SimulationGuard() grpc.UnaryServerInterceptor {
 	prefix := "/" + nriv1beta1.AdaptationService_ServiceDesc.ServiceName + "/"
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if strings.HasPrefix(info.FullMethod, prefix) {
-			if err := s.CheckSimulation(ctx); err != nil {
+			if err := s.checkSimulation(ctx); err != nil {
 				return nil, err
 			}
 		}

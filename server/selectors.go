@@ -295,17 +295,6 @@ func (s *Server) RememberSelectors(full string, sels []*nriv1beta1.EventSelector
 	return nil
 }
 
-// KnownSelectors returns the selectors of every plugin whose selectors the
-// server knows (registered now or before, or remembered), by full name;
-// nil for a plugin registered without any.
-func (s *Server) KnownSelectors() map[string][]*nriv1beta1.EventSelector {
-	out := map[string][]*nriv1beta1.EventSelector{}
-	for full, set := range s.knownSel.all() {
-		out[full] = set.Selectors()
-	}
-	return out
-}
-
 // absentSelects reports whether the absent plugin name would select the
 // flight's event: true unless selectors are known for it and none of them
 // does.

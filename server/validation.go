@@ -109,7 +109,7 @@ func (s *Server) defaultValidation(vreq *nriv1beta1.ValidateContainerAdjustmentR
 			missing.Missing, "CreateContainer: %v", err)
 	}
 	return dispatchError(codes.FailedPrecondition, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REJECTED,
-		[]string{"default-validator"}, "validator \"default-validator\" rejected container adjustment, reason: %v", err)
+		[]string{defaultValidatorName}, "validator %q rejected container adjustment, reason: %v", defaultValidatorName, err)
 }
 
 // validation is one validating plugin's answer: nothing (it was gone),
@@ -210,3 +210,8 @@ func validationVerdict(validators []*slot, results []validation) error {
 	}
 	return nil
 }
+
+// defaultValidatorName names the default validator in its rejections: the
+// name classic NRI gives its builtin default validator, so that a rejection
+// reads the same behind either.
+const defaultValidatorName = "00-default-validator"

@@ -74,7 +74,7 @@ type listeners struct {
 }
 
 func (l *listeners) close() {
-	_ = l.Listeners.Close()
+	_ = l.Close() // the node's
 	if l.classic != nil {
 		_ = l.classic.Close()
 	}

@@ -118,7 +118,11 @@ type driver struct {
 
 func runComparison(t *testing.T, c cmpCase, bridged bool) *cmpRecord {
 	t.Helper()
-	env, err := newClassicEnv(t, c.opts.WithDefaults(), bridged)
+	mode := modeDirect
+	if bridged {
+		mode = modeBridged
+	}
+	env, err := newClassicEnv(t, c.opts.WithDefaults(), mode)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	dropin "github.com/nri-grpc/nri-grpc/adaptation"
 	"github.com/nri-grpc/nri-grpc/bridge"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
 	"github.com/nri-grpc/nri-grpc/server"
@@ -157,8 +158,9 @@ type classicEnv struct {
 	o        conformance.Options
 	bridged  bool
 	a        *classic.Adaptation
-	plugSock string // where the stub plugins connect
-	grpcDir  string // where gRPC plugins listen (TestGRPCBridged)
+	d        *dropin.Adaptation // classic-dropin: the drop-in is the runtime's NRI, a nil
+	plugSock string             // where the stub plugins connect
+	grpcDir  string             // where gRPC plugins listen (TestGRPCBridged)
 	srv      *server.Server
 	rs       *bridge.RuntimeSide
 	px       *cutProxy
@@ -178,8 +180,22 @@ type classicEnv struct {
 	updMu sync.Mutex // one harness-initiated UpdateContainers at a time, so the runtime's updates can be attributed
 }
 
+// classicMode is which classic path an env is.
+type classicMode int
+
+const (
+	modeDirect  classicMode = iota // upstream pkg/adaptation, the plugins on its socket
+	modeBridged                    // upstream pkg/adaptation, nri-grpc behind it as one plugin
+	modeDropIn                     // nri-grpc's drop-in (package adaptation), the plugins on its socket
+)
+
+// grpcServed reports whether nri-grpc's server has the plugins (its
+// Plugins list is the registration's truth): behind the bridge and in the
+// drop-in.
+func (e *classicEnv) grpcServed() bool { return e.bridged || e.d != nil }
+
 func classicDirect(t conformance.T, o conformance.Options) (conformance.Env, error) {
-	e, err := newClassicEnv(t, o, false)
+	e, err := newClassicEnv(t, o, modeDirect)
 	if err != nil {
 		return nil, err
 	}
@@ -187,16 +203,34 @@ func classicDirect(t conformance.T, o conformance.Options) (conformance.Env, err
 }
 
 func classicBridged(t conformance.T, o conformance.Options) (conformance.Env, error) {
-	e, err := newClassicEnv(t, o, true)
+	e, err := newClassicEnv(t, o, modeBridged)
 	if err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-func newClassicEnv(t conformance.T, o conformance.Options, bridged bool) (*classicEnv, error) {
+func classicDropIn(t conformance.T, o conformance.Options) (conformance.Env, error) {
+	e, err := newClassicEnv(t, o, modeDropIn)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func newClassicEnv(t conformance.T, o conformance.Options, mode classicMode) (*classicEnv, error) {
 	t.Helper()
-	if !bridged {
+	bridged := mode == modeBridged
+	switch mode {
+	case modeDropIn:
+		// Options upstream's API (which the drop-in has) cannot take.
+		switch {
+		case o.MaxTimeout != 0:
+			t.Skip("classic-dropin: classic plugins cannot ask for timeouts, so the cap is nri-grpc's configuration's alone")
+		case o.PluginPolicy != nil:
+			t.Skip("classic-dropin: the operator's per-plugin policy is in nri-grpc's configuration file, which the scenarios do not write")
+		}
+	case modeDirect:
 		// Options classic NRI cannot take per runtime.
 		switch {
 		case o.RequestTimeout != 0 || o.RegistrationTimeout != 0:
@@ -268,6 +302,9 @@ func newClassicEnv(t conformance.T, o conformance.Options, bridged bool) (*class
 		if o.DisableExternalConnections {
 			aopts = append(aopts, classic.WithDisabledExternalConnections())
 		}
+	}
+	if mode == modeDropIn {
+		return e.startDropIn(t, o, dir, rtSock, syncFn, updateFn, cm, logger)
 	}
 	a, err := classic.New(o.RuntimeName, o.RuntimeVersion, syncFn, updateFn, aopts...)
 	if err != nil {
@@ -368,7 +405,11 @@ func (e *classicEnv) waitSynchronized(t conformance.T) {
 
 // settle waits until no plugin synchronization is in progress at the
 // classic runtime: every synchronized plugin is in its list.
-func (e *classicEnv) settle() { e.a.BlockPluginSync().Unblock() }
+func (e *classicEnv) settle() {
+	if e.a != nil {
+		e.a.BlockPluginSync().Unblock()
+	}
+}
 
 func (e *classicEnv) Runtime() conformance.Runtime     { return &classicRuntime{e: e} }
 func (e *classicEnv) Log() *conformance.CallLog        { return e.calls }
@@ -377,7 +418,7 @@ func (e *classicEnv) Applied() *conformance.AppliedLog { return e.applied }
 // Shutdown stops NRI: nri-grpc's server on the bridged path; the classic
 // runtime (which tells its plugins nothing) on the direct path.
 func (e *classicEnv) Shutdown(ctx context.Context) error {
-	if e.bridged {
+	if e.grpcServed() {
 		return e.srv.Shutdown(ctx)
 	}
 	e.a.Stop()
@@ -390,7 +431,7 @@ func (e *classicEnv) Shutdown(ctx context.Context) error {
 // unchanged, but a classic plugin learns of a refused registration only as
 // a failed RegisterPlugin or a closed connection.
 func (e *classicEnv) PlainError(reason string) bool {
-	if !e.bridged {
+	if !e.grpcServed() {
 		return true
 	}
 	return reason == "" || strings.HasPrefix(reason, "REGISTRATION_REFUSAL_")
@@ -407,6 +448,16 @@ func (e *classicEnv) SetState(t conformance.T, pods []*nriv1beta1.PodSandbox, ct
 	e.mu.Lock()
 	e.pods, e.ctrs = ap, ac
 	e.mu.Unlock()
+	if e.d != nil {
+		// The drop-in read the state at Start; a restart's new state
+		// is read again (adaptation.Resync).
+		ctx, cancel := context.WithTimeout(context.Background(), conformance.Wait)
+		defer cancel()
+		if err := e.d.Resync(ctx); err != nil {
+			t.Fatalf("drop-in: Resync: %v", err)
+		}
+		return
+	}
 	if !e.bridged {
 		return
 	}
@@ -448,7 +499,7 @@ func (e *classicEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpe
 	}
 	full := spec.Full()
 	if len(spec.Selectors) > 0 {
-		if !e.bridged {
+		if !e.bridged { // the drop-in's classic plugins have no operator selectors here
 			t.Skip("classic NRI has no event selectors")
 		}
 		e.mu.Lock()
@@ -460,7 +511,7 @@ func (e *classicEnv) TryStartPlugin(t conformance.T, spec *conformance.PluginSpe
 	}
 	p := &classicPlugin{e: e, spec: spec, full: full, closedC: make(chan struct{}), doneC: make(chan struct{}), syncC: make(chan error, 1),
 		earlier: map[string]bool{}}
-	if e.bridged {
+	if e.grpcServed() {
 		for _, info := range e.srv.Plugins() {
 			if info.GetPlugin().GetIndex()+"-"+info.GetPlugin().GetName() == full {
 				p.earlier[info.GetInstanceId()] = true
@@ -604,7 +655,7 @@ func (c *watchedConn) Close() error {
 // (bridged).
 func (p *classicPlugin) waitRegistered() error {
 	timeout := time.After(conformance.Wait)
-	if !p.e.bridged {
+	if !p.e.grpcServed() {
 		select {
 		case err := <-p.syncC:
 			if err != nil {
@@ -668,7 +719,7 @@ func (p *classicPlugin) Done() <-chan struct{} { return p.doneC }
 // watchDone closes doneC once the registration ended.
 func (p *classicPlugin) watchDone() {
 	<-p.closedC
-	if p.e.bridged && p.instance != "" {
+	if p.e.grpcServed() && p.instance != "" {
 		deadline := time.Now().Add(conformance.Wait)
 		for time.Now().Before(deadline) && slices.ContainsFunc(p.e.srv.Plugins(), func(info *nriv1beta1.PluginInfo) bool {
 			return info.GetInstanceId() == p.instance
@@ -983,7 +1034,30 @@ func (e *classicEnv) setCtrIn(err error, c *nriv1beta1.Container, st v1alpha1.Co
 // classic's own suite does); the raw results are kept in the env's record.
 type classicRuntime struct{ e *classicEnv }
 
-func (r *classicRuntime) a() *classic.Adaptation { return r.e.a }
+func (r *classicRuntime) a() classicAPI {
+	if r.e.d != nil {
+		return r.e.d
+	}
+	return r.e.a
+}
+
+// classicAPI is what a runtime calls on pkg/adaptation: upstream's and the
+// drop-in's, with the same types.
+type classicAPI interface {
+	RunPodSandbox(context.Context, *classic.RunPodSandboxRequest) error
+	UpdatePodSandbox(context.Context, *classic.UpdatePodSandboxRequest) (*classic.UpdatePodSandboxResponse, error)
+	PostUpdatePodSandbox(context.Context, *classic.PostUpdatePodSandboxRequest) error
+	StopPodSandbox(context.Context, *classic.StopPodSandboxRequest) error
+	RemovePodSandbox(context.Context, *classic.RemovePodSandboxRequest) error
+	CreateContainer(context.Context, *classic.CreateContainerRequest) (*classic.CreateContainerResponse, error)
+	PostCreateContainer(context.Context, *classic.PostCreateContainerRequest) error
+	StartContainer(context.Context, *classic.StartContainerRequest) error
+	PostStartContainer(context.Context, *classic.PostStartContainerRequest) error
+	UpdateContainer(context.Context, *classic.UpdateContainerRequest) (*classic.UpdateContainerResponse, error)
+	PostUpdateContainer(context.Context, *classic.PostUpdateContainerRequest) error
+	StopContainer(context.Context, *classic.StopContainerRequest) (*classic.StopContainerResponse, error)
+	RemoveContainer(context.Context, *classic.RemoveContainerRequest) error
+}
 
 func (r *classicRuntime) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest) error {
 	err := r.a().RunPodSandbox(ctx, &classic.RunPodSandboxRequest{Pod: alphaPod(req.GetPod())})

@@ -24,6 +24,7 @@ type path int
 const (
 	onDirect path = 1 << iota
 	onBridged
+	onDropIn
 	onBoth = onDirect | onBridged
 )
 
@@ -58,12 +59,13 @@ const (
 	nilTail = "the classic runtime builds the UpdateContainer reply itself: a nil tail update when no plugin changed the target " +
 		"(reference §4.5); DESIGN §5.5's always-set final resources hold only where the runtime speaks gRPC"
 	limitation = "documented limitation of the classic path (DESIGN §5a, docs/bridge.md): "
+	dropInAPI  = "the drop-in has upstream pkg/adaptation's API (docs/embedding.md): "
 	compared   = "; asserted in TestClassicComparison"
 )
 
 var classicSkips = []classicSkip{
 	// Plugin status and RequestResync are nri-grpc RuntimeService calls.
-	{on: onBoth, prefix: conformance.StatusGroup + "/", reason: "plugin status and RequestResync are RuntimeService calls of nri-grpc: " +
+	{on: onBoth | onDropIn, prefix: conformance.StatusGroup + "/", reason: "plugin status and RequestResync are RuntimeService calls of nri-grpc: " +
 		"classic plugins (pkg/stub) cannot make them; the scenarios run behind the bridge with gRPC plugins in TestGRPCBridged"},
 
 	// Classic NRI itself does not have nri-grpc's deliberate changes.
@@ -76,20 +78,20 @@ var classicSkips = []classicSkip{
 
 	// Scenarios mirrored from classic NRI's suite that assert an nri-grpc
 	// detail on top.
-	{on: onBoth, names: named("PluginConnection/should configure the plugin"), reason: noInstanceIDs},
+	{on: onBoth | onDropIn, names: named("PluginConnection/should configure the plugin"), reason: noInstanceIDs},
 	{on: onDirect, names: named("NRIVersionExchange/should pass runtime version information to plugins"),
 		reason: "asserts nri-grpc's advertised protocol (v1beta1) in Configure; classic NRI advertises its build's version"},
-	{on: onDirect, names: named("PluginMetrics/TestPluginSynchronizeMetrics"), reason: "classic NRI's metrics count no synchronized objects"},
-	{on: onBoth, names: named("PluginMetrics/TestPluginCreateContainerMetrics", "PluginMetrics/TestPluginUpdateContainerMetrics"), reason: noEvictions},
+	{on: onDirect | onDropIn, names: named("PluginMetrics/TestPluginSynchronizeMetrics"), reason: "classic NRI's Metrics interface (the runtime's, which the drop-in feeds) counts no synchronized objects"},
+	{on: onBoth | onDropIn, names: named("PluginMetrics/TestPluginCreateContainerMetrics", "PluginMetrics/TestPluginUpdateContainerMetrics"), reason: noEvictions},
 
 	// Gaps whose contract point is nri-grpc's.
-	{on: onBoth, names: named("Gaps/every call carries the instance id of the registration",
+	{on: onBoth | onDropIn, names: named("Gaps/every call carries the instance id of the registration",
 		"UnsolicitedContainerUpdateRequests/a replaced instance's unsolicited updates are refused"), reason: noInstanceIDs},
 	{on: onBoth, names: named("Gaps/registration refusals name the rule"),
 		reason: "nri-grpc's registration rules (capabilities, timeouts, raw event bits, index syntax, empty names): a classic plugin " +
 			"cannot express most of them (pkg/stub fills in an empty name, refuses unknown event bits itself)"},
-	{on: onBoth, names: named("Gaps/a registration refused after the plugin was dialed sends Shutdown REGISTRATION_FAILED"), reason: classicShutdown},
-	{on: onBoth, names: named("Gaps/updates and evictions in the reply to the last Synchronize page reach the runtime"), reason: noEvictions},
+	{on: onBoth | onDropIn, names: named("Gaps/a registration refused after the plugin was dialed sends Shutdown REGISTRATION_FAILED"), reason: classicShutdown},
+	{on: onBoth | onDropIn, names: named("Gaps/updates and evictions in the reply to the last Synchronize page reach the runtime"), reason: noEvictions},
 	{on: onBoth, names: named("SolicitedContainerUpdatesByPlugins/updates of other containers come with the target's final resources"), reason: nilTail},
 	{on: onDirect, names: named("Gaps/StopContainer: a conflicting update is dropped and recorded as that plugin's error; the stop goes on"),
 		reason: "classic NRI fails StopContainer on a conflicting update (nri-grpc drops it and reports a plugin error)"},
@@ -123,12 +125,30 @@ var classicSkips = []classicSkip{
 		reason: limitation + "unsolicited updates reach the classic runtime asynchronously, from the bridge (00-nri-grpc)" + compared},
 	{on: onBridged, names: named("UnsolicitedContainerUpdateRequests/PROTOCOL 13: failures come back in the failed lists with an OK status (classic lost them in an error)"),
 		reason: limitation + "unsolicited updates are relayed asynchronously: the classic runtime's failed list is not reported back"},
+
+	// The drop-in has upstream's API, so what that API cannot carry holds
+	// for it as for a classic runtime behind the bridge.
+	{on: onDropIn, names: named("SolicitedContainerUpdatesByPlugins/updates of other containers come with the target's final resources",
+		dc+"DESIGN 5.5: UpdateContainer returns the target's final resources even when no plugin changed them (no nil tail update)"),
+		reason: dropInAPI + "UpdateContainer's answer ends with the target's update, nil when no plugin changed it, as upstream's (containerd reads the last entry as the target's)"},
+	{on: onDropIn, names: named("Gaps/StopContainer: a conflicting update is dropped and recorded as that plugin's error; the stop goes on"),
+		reason: dropInAPI + "StopContainer returns no plugin errors: the stop goes on with the first update, the conflict is logged"},
+	{on: onDropIn, prefix: dc + "DESIGN 5.2: an error on ", reason: dropInAPI + "notifications return only an error: they never fail, and plugin errors are logged"},
+	{on: onDropIn, names: named(dc+"DESIGN 5.1: UNIMPLEMENTED is a protocol error, not a veto: the plugin is skipped and evicted",
+		dc+"DESIGN 5.6: Shutdown on server stop, with its reason, before the registration ends"), reason: classicShutdown},
+	{on: onDropIn, names: named(dc+"DESIGN 5.6: instance handover: the new instance takes over and the old one gets Shutdown REPLACED",
+		dc+"DESIGN 5.6: instance handover: events during the new instance's synchronization go to exactly one instance"), reason: noInstanceIDs},
+	{on: onDropIn, names: named(dc+"DESIGN 5.5: evictions from CreateContainer are passed on, one per container",
+		dc+"DESIGN 5.5: evictions from UpdateContainer and StopContainer are passed on",
+		dc+"DESIGN 5.5: evictions from UpdateContainers reach the runtime"), reason: noEvictions},
+	{on: onDropIn, names: named("UnsolicitedContainerUpdateRequests/PROTOCOL 13: failures come back in the failed lists with an OK status (classic lost them in an error)"),
+		reason: noEvictions},
 }
 
 // skipsFor returns the Run option skipping what does not apply to p.
 func skipsFor(p path) conformance.RunOption {
 	return conformance.SkipScenarios(func(s conformance.ScenarioInfo) string {
-		name := map[path]string{onDirect: "classic-direct", onBridged: "classic-bridged"}[p]
+		name := map[path]string{onDirect: "classic-direct", onBridged: "classic-bridged", onDropIn: "classic-dropin"}[p]
 		for _, sk := range classicSkips {
 			if sk.on&p != 0 && sk.match(s) {
 				return name + ": " + sk.reason
@@ -145,6 +165,11 @@ func TestClassicDirect(t *testing.T) { conformance.Run(t, classicDirect, skipsFo
 // TestClassicBridged runs the scenarios with nri-grpc between the classic
 // runtime and the same classic plugins: runtime side, server, plugin side.
 func TestClassicBridged(t *testing.T) { conformance.Run(t, classicBridged, skipsFor(onBridged)) }
+
+// TestClassicDropIn runs the scenarios on nri-grpc's drop-in for
+// pkg/adaptation, driven as upstream is on the direct path, with the same
+// classic plugins on its classic socket.
+func TestClassicDropIn(t *testing.T) { conformance.Run(t, classicDropIn, skipsFor(onDropIn)) }
 
 // TestClassicSkipsExist fails when a skip names a scenario that does not
 // exist (a renamed scenario would otherwise silently run again).

@@ -22,7 +22,7 @@ import (
 // the bridge with classic plugins (TestClassicBridged) and with gRPC
 // plugins on the direct paths.
 func grpcBridged(t conformance.T, o conformance.Options) (conformance.Env, error) {
-	e, err := newClassicEnv(t, o, true)
+	e, err := newClassicEnv(t, o, modeBridged)
 	if err != nil {
 		return nil, err
 	}
