@@ -37,14 +37,19 @@ func BenchmarkCreateToRunning(b *testing.B) {
 // containerd and containerd with nri-grpc's drop-in (EnvOptions.DropIn),
 // side by side, each with the same classic plugin (e2e-classic-plugin,
 // pkg/stub) on its own NRI socket: "stock-ms", "dropin-ms" and their ratio
-// ("dropin-ratio").
+// ("dropin-ratio"); and a third containerd with the drop-in and one gRPC
+// plugin (e2e-grpc-plugin) instead: "dropin-grpc-ms", "dropin-grpc-ratio"
+// (against stock).
 func BenchmarkDropInCreateToRunning(b *testing.B) {
 	stock := NewEnv(b, EnvOptions{NoNrid: true})
 	stock.StartClassicPlugin(stock.NRISock, "10", "bench", "-env", "E2E_BENCH=classic")
 	dropIn := NewEnv(b, EnvOptions{DropIn: true})
 	dropIn.StartClassicPlugin(dropIn.NRISock, "10", "bench", "-env", "E2E_BENCH=classic")
-	m := benchSetups(b, []benchSetup{{"stock", stock, "classic"}, {"dropin", dropIn, "classic"}})
+	dropInGRPC := NewEnv(b, EnvOptions{DropIn: true})
+	dropInGRPC.StartGRPCPlugin("10", "bench", "-env", "E2E_BENCH=grpc")
+	m := benchSetups(b, []benchSetup{{"stock", stock, "classic"}, {"dropin", dropIn, "classic"}, {"dropin-grpc", dropInGRPC, "grpc"}})
 	b.ReportMetric(float64(m[1])/float64(m[0]), "dropin-ratio")
+	b.ReportMetric(float64(m[2])/float64(m[0]), "dropin-grpc-ratio")
 }
 
 // benchSetup is one containerd of a create-to-running benchmark and the
