@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -432,5 +433,70 @@ func TestDropInContainerdRestart(t *testing.T) {
 		if gp != nil && env["E2E_GO"] != "yes" {
 			t.Errorf("%s: c2 lacks the gRPC plugin's E2E_GO after containerd's restart", e.Name)
 		}
+	}
+}
+
+// childrenRunning returns the PIDs of the children of ppid that run bin.
+func childrenRunning(ppid int, bin string) []int {
+	var out []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || strings.TrimSuffix(exe, " (deleted)") != bin {
+			continue
+		}
+		for _, l := range strings.Split(readFile(fmt.Sprintf("/proc/%d/status", pid)), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "PPid:" && f[1] == strconv.Itoa(ppid) {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// TestDropInPrelaunchedPluginKilled: a pre-launched plugin (test/classic-old
+// v0.11.0) SIGKILLed by PID. Stock containerd leaves it dead: the next
+// containers are created without its changes. The drop-in supervises it,
+// deliberately (docs/containerd.md §8): it is launched again, configured and
+// synchronized with the running pod and container, and adjusts the next
+// container.
+func TestDropInPrelaunchedPluginKilled(t *testing.T) {
+	bin := OldClassicPlugin(t, "v0.11.0")
+	for _, dropIn := range []bool{false, true} {
+		var notes string
+		e := NewEnv(t, EnvOptions{NoNrid: !dropIn, DropIn: dropIn, Prepare: func(e *Env) {
+			notes = filepath.Join(e.Logs, "10-old.notes")
+			e.PrelaunchPlugin("10-old", bin, notes)
+		}})
+		pod := e.RunPod("p1")
+		c1 := e.Run(pod, "c1")
+		if e.ProcEnv(e.Inspect(c1).Pid)["CLASSIC_OLD"] != "1" {
+			t.Fatalf("%s (drop-in %v): c1 not adjusted by the pre-launched plugin", e.Name, dropIn)
+		}
+		pids := childrenRunning(e.Ctrd.Pid(), bin)
+		if len(pids) != 1 {
+			t.Fatalf("%s: %d pre-launched plugin processes under containerd, want 1", e.Name, len(pids))
+		}
+		killPID(pids[0], bin)
+		if dropIn {
+			if !waitFor(60*time.Second, func() bool {
+				return strings.Count(readFile(notes), "Configure ") >= 2 && strings.Contains(readFile(notes), "Synchronize 1 1")
+			}) {
+				t.Fatalf("the drop-in did not launch the killed plugin again (configured, synchronized with 1 pod, 1 container): %q", readFile(notes))
+			}
+		}
+		c2 := e.Run(pod, "c2")
+		got := e.ProcEnv(e.Inspect(c2).Pid)["CLASSIC_OLD"]
+		switch {
+		case !dropIn && got != "":
+			t.Errorf("stock containerd: c2 has the killed plugin's CLASSIC_OLD=%q", got)
+		case dropIn && got != "1":
+			t.Errorf("drop-in: c2 lacks the relaunched plugin's CLASSIC_OLD (%q)", got)
+		}
+		t.Logf("drop-in %v: after the kill, c2 CLASSIC_OLD=%q; pre-launched processes now %v", dropIn, got, childrenRunning(e.Ctrd.Pid(), bin))
 	}
 }
