@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/nri/pkg/adaptation/builtin"
@@ -79,6 +80,7 @@ type Adaptation struct {
 // running is what Start started and Stop stops.
 type running struct {
 	cancel   context.CancelFunc
+	stopping atomic.Bool // Stop began
 	wg       sync.WaitGroup
 	sup      *supervisor.Supervisor
 	builtins []*server.Handle
@@ -289,7 +291,8 @@ func (r *Adaptation) Start() (err error) {
 		}
 		lis := run.classic
 		run.wg.Go(func() {
-			if err := ps.Serve(ctx, lis); err != nil {
+			// Stop closes the socket before it cancels ctx: not an error.
+			if err := ps.Serve(ctx, lis); err != nil && !run.stopping.Load() {
 				r.log.Error("classic plugin socket", "error", err)
 			}
 		})
@@ -349,6 +352,7 @@ const stopTimeout = 10 * time.Second
 func (r *Adaptation) stopRunning(run *running, srv *server.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
+	run.stopping.Store(true)
 	if run.classic != nil {
 		_ = run.classic.Close()
 	}

@@ -91,7 +91,7 @@ func convertAll[T any, P interface {
 func creating[T any, P interface {
 	*T
 	unsafeDecoder
-}](ctx context.Context, r *Adaptation, req vtMessage, call func(*server.Server) func(context.Context, P, ...server.EventOption) error) error {
+}](ctx context.Context, r *Adaptation, req vtMessage, call func(*server.Server, context.Context, P, ...server.EventOption) error) error {
 	srv := r.server()
 	if srv == nil {
 		return nil
@@ -100,7 +100,7 @@ func creating[T any, P interface {
 	if err != nil {
 		return err
 	}
-	return call(srv)(ctx, in, server.Encoded(raw))
+	return call(srv, ctx, in, server.Encoded(raw))
 }
 
 // notify relays a notification. Plugins' errors are logged, never returned:
@@ -110,7 +110,7 @@ func notify[T any, P interface {
 	*T
 	unsafeDecoder
 }](ctx context.Context, r *Adaptation, event string, req vtMessage,
-	call func(*server.Server) func(context.Context, P, ...server.EventOption) ([]*nriv1beta1.PluginError, error)) error {
+	call func(*server.Server, context.Context, P, ...server.EventOption) ([]*nriv1beta1.PluginError, error)) error {
 	srv := r.server()
 	if srv == nil {
 		return nil
@@ -119,7 +119,13 @@ func notify[T any, P interface {
 	if err != nil {
 		return err
 	}
-	errs, err := call(srv)(ctx, in, server.Encoded(raw))
+	errs, err := call(srv, ctx, in, server.Encoded(raw))
+	r.notified(event, errs, err)
+	return nil
+}
+
+// notified logs the plugins' errors on a notification, and its failure.
+func (r *Adaptation) notified(event string, errs []*nriv1beta1.PluginError, err error) {
 	for _, e := range errs {
 		r.log.Info("plugin error on notification", "event", event,
 			"plugin", e.GetPlugin().GetIndex()+"-"+e.GetPlugin().GetName(), "error", e.GetMessage())
@@ -127,21 +133,16 @@ func notify[T any, P interface {
 	if err != nil {
 		r.log.Warn("notification failed", "event", event, "error", err)
 	}
-	return nil
 }
 
 // RunPodSandbox relays the creation of a pod to plugins.
 func (r *Adaptation) RunPodSandbox(ctx context.Context, req *RunPodSandboxRequest) error {
-	return creating[nriv1beta1.RunPodSandboxRequest](ctx, r, req, func(s *server.Server) func(context.Context, *nriv1beta1.RunPodSandboxRequest, ...server.EventOption) error {
-		return s.RunPodSandbox
-	})
+	return creating[nriv1beta1.RunPodSandboxRequest](ctx, r, req, (*server.Server).RunPodSandbox)
 }
 
 // UpdatePodSandbox relays the update of a pod's resources to plugins.
 func (r *Adaptation) UpdatePodSandbox(ctx context.Context, req *UpdatePodSandboxRequest) (*UpdatePodSandboxResponse, error) {
-	err := creating[nriv1beta1.UpdatePodSandboxRequest](ctx, r, req, func(s *server.Server) func(context.Context, *nriv1beta1.UpdatePodSandboxRequest, ...server.EventOption) error {
-		return s.UpdatePodSandbox
-	})
+	err := creating[nriv1beta1.UpdatePodSandboxRequest](ctx, r, req, (*server.Server).UpdatePodSandbox)
 	if err != nil {
 		return nil, err
 	}
@@ -151,25 +152,19 @@ func (r *Adaptation) UpdatePodSandbox(ctx context.Context, req *UpdatePodSandbox
 // PostUpdatePodSandbox tells plugins that a pod's resources were updated.
 func (r *Adaptation) PostUpdatePodSandbox(ctx context.Context, req *PostUpdatePodSandboxRequest) error {
 	return notify[nriv1beta1.PostUpdatePodSandboxRequest](ctx, r, "PostUpdatePodSandbox", req,
-		func(s *server.Server) func(context.Context, *nriv1beta1.PostUpdatePodSandboxRequest, ...server.EventOption) ([]*nriv1beta1.PluginError, error) {
-			return s.PostUpdatePodSandbox
-		})
+		(*server.Server).PostUpdatePodSandbox)
 }
 
 // StopPodSandbox tells plugins that a pod stopped.
 func (r *Adaptation) StopPodSandbox(ctx context.Context, req *StopPodSandboxRequest) error {
 	return notify[nriv1beta1.StopPodSandboxRequest](ctx, r, "StopPodSandbox", req,
-		func(s *server.Server) func(context.Context, *nriv1beta1.StopPodSandboxRequest, ...server.EventOption) ([]*nriv1beta1.PluginError, error) {
-			return s.StopPodSandbox
-		})
+		(*server.Server).StopPodSandbox)
 }
 
 // RemovePodSandbox tells plugins that a pod was removed.
 func (r *Adaptation) RemovePodSandbox(ctx context.Context, req *RemovePodSandboxRequest) error {
 	return notify[nriv1beta1.RemovePodSandboxRequest](ctx, r, "RemovePodSandbox", req,
-		func(s *server.Server) func(context.Context, *nriv1beta1.RemovePodSandboxRequest, ...server.EventOption) ([]*nriv1beta1.PluginError, error) {
-			return s.RemovePodSandbox
-		})
+		(*server.Server).RemovePodSandbox)
 }
 
 // CreateContainer relays the creation of a container to plugins and returns
@@ -194,24 +189,18 @@ func (r *Adaptation) CreateContainer(ctx context.Context, req *CreateContainerRe
 // PostCreateContainer tells plugins that a container was created.
 func (r *Adaptation) PostCreateContainer(ctx context.Context, req *PostCreateContainerRequest) error {
 	return notify[nriv1beta1.PostCreateContainerRequest](ctx, r, "PostCreateContainer", req,
-		func(s *server.Server) func(context.Context, *nriv1beta1.PostCreateContainerRequest, ...server.EventOption) ([]*nriv1beta1.PluginError, error) {
-			return s.PostCreateContainer
-		})
+		(*server.Server).PostCreateContainer)
 }
 
 // StartContainer relays the start of a container to plugins.
 func (r *Adaptation) StartContainer(ctx context.Context, req *StartContainerRequest) error {
-	return creating[nriv1beta1.StartContainerRequest](ctx, r, req, func(s *server.Server) func(context.Context, *nriv1beta1.StartContainerRequest, ...server.EventOption) error {
-		return s.StartContainer
-	})
+	return creating[nriv1beta1.StartContainerRequest](ctx, r, req, (*server.Server).StartContainer)
 }
 
 // PostStartContainer tells plugins that a container started.
 func (r *Adaptation) PostStartContainer(ctx context.Context, req *PostStartContainerRequest) error {
 	return notify[nriv1beta1.PostStartContainerRequest](ctx, r, "PostStartContainer", req,
-		func(s *server.Server) func(context.Context, *nriv1beta1.PostStartContainerRequest, ...server.EventOption) ([]*nriv1beta1.PluginError, error) {
-			return s.PostStartContainer
-		})
+		(*server.Server).PostStartContainer)
 }
 
 // UpdateContainer relays the update of a container's resources to plugins.
@@ -257,9 +246,7 @@ func (r *Adaptation) UpdateContainer(ctx context.Context, req *UpdateContainerRe
 // updated.
 func (r *Adaptation) PostUpdateContainer(ctx context.Context, req *PostUpdateContainerRequest) error {
 	return notify[nriv1beta1.PostUpdateContainerRequest](ctx, r, "PostUpdateContainer", req,
-		func(s *server.Server) func(context.Context, *nriv1beta1.PostUpdateContainerRequest, ...server.EventOption) ([]*nriv1beta1.PluginError, error) {
-			return s.PostUpdateContainer
-		})
+		(*server.Server).PostUpdateContainer)
 }
 
 // StopContainer relays the stop of a container to plugins and returns the
@@ -275,13 +262,9 @@ func (r *Adaptation) StopContainer(ctx context.Context, req *StopContainerReques
 		return nil, err
 	}
 	rsp, err := srv.StopContainer(ctx, in, server.Encoded(raw))
+	r.notified("StopContainer", rsp.GetPluginErrors(), err)
 	if err != nil {
-		r.log.Warn("notification failed", "event", "StopContainer", "error", err)
 		return &StopContainerResponse{}, nil
-	}
-	for _, e := range rsp.GetPluginErrors() {
-		r.log.Info("plugin error on notification", "event", "StopContainer",
-			"plugin", e.GetPlugin().GetIndex()+"-"+e.GetPlugin().GetName(), "error", e.GetMessage())
 	}
 	if len(rsp.GetEvict()) > 0 {
 		r.log.Warn("the runtime's StopContainer answer cannot evict; evictions dropped", "count", len(rsp.GetEvict()))
@@ -292,7 +275,5 @@ func (r *Adaptation) StopContainer(ctx context.Context, req *StopContainerReques
 // RemoveContainer tells plugins that a container was removed.
 func (r *Adaptation) RemoveContainer(ctx context.Context, req *RemoveContainerRequest) error {
 	return notify[nriv1beta1.RemoveContainerRequest](ctx, r, "RemoveContainer", req,
-		func(s *server.Server) func(context.Context, *nriv1beta1.RemoveContainerRequest, ...server.EventOption) ([]*nriv1beta1.PluginError, error) {
-			return s.RemoveContainer
-		})
+		(*server.Server).RemoveContainer)
 }

@@ -45,25 +45,8 @@ func logf(level, f string, a ...any) {
 	}
 }
 
-// nriAPI is what a runtime calls: upstream's *Adaptation and the drop-in's
-// both have it, with the same types.
-type nriAPI interface {
-	Start() error
-	Stop()
-	RunPodSandbox(context.Context, *api.RunPodSandboxRequest) error
-	UpdatePodSandbox(context.Context, *api.UpdatePodSandboxRequest) (*api.UpdatePodSandboxResponse, error)
-	PostUpdatePodSandbox(context.Context, *api.PostUpdatePodSandboxRequest) error
-	StopPodSandbox(context.Context, *api.StopPodSandboxRequest) error
-	RemovePodSandbox(context.Context, *api.RemovePodSandboxRequest) error
-	CreateContainer(context.Context, *api.CreateContainerRequest) (*api.CreateContainerResponse, error)
-	PostCreateContainer(context.Context, *api.PostCreateContainerRequest) error
-	StartContainer(context.Context, *api.StartContainerRequest) error
-	PostStartContainer(context.Context, *api.PostStartContainerRequest) error
-	UpdateContainer(context.Context, *api.UpdateContainerRequest) (*api.UpdateContainerResponse, error)
-	PostUpdateContainer(context.Context, *api.PostUpdateContainerRequest) error
-	StopContainer(context.Context, *api.StopContainerRequest) (*api.StopContainerResponse, error)
-	RemoveContainer(context.Context, *api.RemoveContainerRequest) error
-}
+// nriAPI is what a runtime calls: both implementations have it.
+type nriAPI = adaptation.Interface
 
 var (
 	_ nriAPI = (*upstream.Adaptation)(nil)

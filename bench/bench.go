@@ -96,7 +96,7 @@ func Run(cfg Config) error {
 	for _, sc := range []struct {
 		name string
 		run  func() error
-	}{{scCreate, b.create}, {scLifecycle, b.lifecycle}, {scSync, b.sync}, {scBridge, b.bridge}, {scRSS, b.rss}, {scIsolation, b.isolation}} {
+	}{{scCreate, b.create}, {scLifecycle, b.lifecycle}, {scSync, b.sync}, {scBridge, b.bridge}, {scRSS, b.rss}, {scIsolation, b.isolation}, {scDropin, b.dropin}} {
 		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, sc.name) {
 			continue
 		}
@@ -175,14 +175,7 @@ func (b *bencher) report(w io.Writer) {
 			return fmt.Sprintf("%s calls/s, %s CPU", fmtRatio(ops), fmtRatio(cpu))
 		}
 	}
-	callCols := []column{
-		{"calls/s (min..max)", mOps, fmtRate, true},
-		{"p50", mP50, fmtDur, false},
-		{"p99", mP99, fmtDur, false},
-		{"CPU/call", mCPU, fmtDur, false},
-		{"of which runtime", mCPURt, fmtDur, false},
-		{"ctxsw/call", mCS, fmtRate, false},
-	}
+	callCols := callCols()
 	r.table(w, scCreate, "create — CreateContainer with K plugins subscribed to it (seq: 1 caller; conc16: 16 callers on distinct pods)",
 		callCols, "vs "+sideClassic, vsClassic(scCreate))
 	if b.cfg.AdaptationService {
@@ -256,7 +249,20 @@ func (b *bencher) report(w io.Writer) {
 			}
 			return fmt.Sprintf("p99 %s", signed(added.Seconds()))
 		})
+	b.dropinReport(w)
 	b.scalingReport(w)
+}
+
+// callCols are the columns of a table of calls.
+func callCols() []column {
+	return []column{
+		{"calls/s (min..max)", mOps, fmtRate, true},
+		{"p50", mP50, fmtDur, false},
+		{"p99", mP99, fmtDur, false},
+		{"CPU/call", mCPU, fmtDur, false},
+		{"of which runtime", mCPURt, fmtDur, false},
+		{"ctxsw/call", mCS, fmtRate, false},
+	}
 }
 
 // hopTable reports what the AdaptationService hop adds to the embedded API.
@@ -358,6 +364,7 @@ func (b *bencher) summary() string {
 		}
 		add(fmt.Sprintf("%s %s", s, mark(added <= isolationTarget)))
 	}
+	b.dropinSummary(add)
 	k := key{scRSS, "N=10000", "nrid"}
 	if v, ok := r.median(k, mRSS); ok {
 		s := fmt.Sprintf("nrid RSS 10k %.0f MB", v/(1<<20))

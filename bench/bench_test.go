@@ -215,8 +215,10 @@ func TestQuickSmoke(t *testing.T) {
 		bridge:     20,
 		syncN:      []int{20, 100},
 		rssN:       []int{0, 100},
+		dropin:     map[int]int{1: 20, 3: 10, 8: 5},
+		dropinMemN: 100,
 	}}
-	for name, f := range map[string]func() error{scCreate: b.create, scLifecycle: b.lifecycle, scSync: b.sync, scBridge: b.bridge, scRSS: b.rss, scIsolation: b.isolation} {
+	for name, f := range map[string]func() error{scCreate: b.create, scLifecycle: b.lifecycle, scSync: b.sync, scBridge: b.bridge, scRSS: b.rss, scIsolation: b.isolation, scDropin: b.dropin} {
 		if err := f(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -224,7 +226,8 @@ func TestQuickSmoke(t *testing.T) {
 	var out testWriter
 	b.report(&out)
 	t.Log("\n" + string(out))
-	for _, want := range []string{"how cost grows — CreateContainer", "K=16", "how cost grows — state", "N=100", "RSS/state"} {
+	for _, want := range []string{"how cost grows — CreateContainer", "K=16", "how cost grows — state", "N=100", "RSS/state",
+		"dropin — CreateContainer", sideUpstream, sideDropinClassic, "dropin memory", "N=100 K=1"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the report lacks %q", want)
 		}
@@ -234,6 +237,19 @@ func TestQuickSmoke(t *testing.T) {
 		t.Fatal(s)
 	}
 	t.Log(s)
+	if !strings.Contains(s, "dropin classic K=1/3/8") || !strings.Contains(s, "RSS N=100") {
+		t.Errorf("the summary lacks the dropin targets: %s", s)
+	}
+	// The gRPC rows are skipped only when the drop-in serves no gRPC socket
+	// (or is a stand-in); then the report says so.
+	if b.dropinNoGRPC != "" {
+		t.Logf("dropin: no gRPC plugins: %s", b.dropinNoGRPC)
+		if !strings.Contains(s, "gRPC plugins not measured") && !dropinStandIn {
+			t.Errorf("the summary does not say the gRPC plugins were not measured: %s", s)
+		}
+	} else if !strings.Contains(s, "gRPC seq") || !strings.Contains(s, "gRPC conc16") {
+		t.Errorf("the summary lacks the drop-in's gRPC plugins: %s", s)
+	}
 	files, err := b.writePlots(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

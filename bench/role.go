@@ -41,6 +41,7 @@ const (
 	roleGRPCPlugin    = "grpc-plugin"
 	roleClassicPlugin = "classic-plugin"
 	roleNrid          = "nrid"
+	roleRuntime       = "runtime"
 )
 
 // RoleMain runs the process as a benchmark role (a plugin, nrid) when it was
@@ -69,6 +70,8 @@ func runRole(role string, args []string) error {
 		return runClassicPlugin(args)
 	case roleNrid:
 		return runNrid(args)
+	case roleRuntime:
+		return runRuntime(args)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
@@ -90,10 +93,16 @@ type ctl struct {
 	// profile is the CPU profile path, started at "go".
 	profile string
 	prof    *os.File
+	// handlers are a role's own commands, by their first word; each runs on
+	// the reading goroutine with the command's other words.
+	handlers map[string]func(c *ctl, args []string)
 }
 
-func newCtl(profile string) *ctl {
-	c := &ctl{out: bufio.NewWriter(os.Stdout), gone: make(chan struct{}), quit: make(chan struct{}), profile: profile}
+func newCtl(profile string) *ctl { return newCtlWith(profile, nil) }
+
+// newCtlWith is newCtl with a role's own commands.
+func newCtlWith(profile string, handlers map[string]func(c *ctl, args []string)) *ctl {
+	c := &ctl{out: bufio.NewWriter(os.Stdout), gone: make(chan struct{}), quit: make(chan struct{}), profile: profile, handlers: handlers}
 	go c.read()
 	return c
 }
@@ -122,6 +131,10 @@ func (c *ctl) read() {
 			c.say("rss %d %d %d %d", rss, hwm, inuse, ms.HeapAlloc)
 		case "quit":
 			return
+		default:
+			if f := strings.Fields(in.Text()); len(f) > 0 && c.handlers[f[0]] != nil {
+				c.handlers[f[0]](c, f[1:])
+			}
 		}
 	}
 }

@@ -25,7 +25,7 @@ const (
 )
 
 // Scenarios lists every scenario in the order they run.
-var Scenarios = []string{scCreate, scLifecycle, scSync, scBridge, scRSS, scIsolation}
+var Scenarios = []string{scCreate, scLifecycle, scSync, scBridge, scRSS, scIsolation, scDropin}
 
 // sizes are the operation counts of one mode.
 type sizes struct {
@@ -35,6 +35,8 @@ type sizes struct {
 	syncN      []int
 	rssN       []int
 	rssSettle  time.Duration
+	dropin     map[int]int // the dropin scenario's calls per window by K
+	dropinMemN int         // the dropin scenario's containers for its memory
 }
 
 var (
@@ -45,6 +47,8 @@ var (
 		syncN:      []int{100, 1000, 10000, 50000},
 		rssN:       []int{0, 1000, 10000, 50000},
 		rssSettle:  2 * time.Second,
+		dropin:     map[int]int{1: 4000, 3: 1500, 8: 600},
+		dropinMemN: 10000,
 	}
 	quickSizes = sizes{
 		createSeq:  map[int]int{1: 1000, 3: 400, 8: 160, 16: 60},
@@ -53,6 +57,8 @@ var (
 		syncN:      []int{100, 1000, 10000}, // N=50,000 in full mode only
 		rssN:       []int{0, 1000, 10000},
 		rssSettle:  500 * time.Millisecond,
+		dropin:     map[int]int{1: 300, 3: 120, 8: 50},
+		dropinMemN: 2000,
 	}
 )
 
@@ -73,7 +79,10 @@ type bencher struct {
 	sz       sizes
 	res      *results
 	pod      int // next pod number: every operation gets fresh pods
-	logf     func(format string, args ...any)
+	// dropinNoGRPC says why the dropin scenario measured no gRPC plugins
+	// ("" when it did).
+	dropinNoGRPC string
+	logf         func(format string, args ...any)
 }
 
 func (b *bencher) pods(n int) int {

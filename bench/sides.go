@@ -86,6 +86,14 @@ func (e *env) profArgs(role string) []string {
 	return []string{"-cpuprofile", e.profile + "." + role + ".pprof"}
 }
 
+// heapProfile returns a role's heap profile path, if profiling.
+func (e *env) heapProfile(role string) string {
+	if e.profile == "" {
+		return ""
+	}
+	return e.profile + "." + role + ".heap.pprof"
+}
+
 // windowProfile returns the driver's CPU profile path for a window.
 func (e *env) windowProfile(window string) string {
 	if e.profile == "" {
@@ -156,14 +164,20 @@ func newClassicRT(e *env, pods []*api.PodSandbox, ctrs []*api.Container, countSy
 
 // startPlugin starts a classic plugin process that waits for go.
 func (r *classicRT) startPlugin(i int, events uint32) (*proc, error) {
+	return startClassicPlugin(r.e, r.sock, i, events, &r.plugins)
+}
+
+// startClassicPlugin starts classic plugin i for the runtime socket sock,
+// waiting for go, and adds it to into.
+func startClassicPlugin(e *env, sock string, i int, events uint32, into *procs) (*proc, error) {
 	idx := fmt.Sprintf("%02d", 10+i)
-	args := append([]string{"-socket", r.sock, "-name", "bench", "-idx", idx, "-events", fmt.Sprint(events)},
-		r.e.profArgs(fmt.Sprintf("classic-plugin-%d", i))...)
-	p, err := startProc("classic plugin "+idx, roleClassicPlugin, r.e.cfg.Verbose, args...)
+	args := append([]string{"-socket", sock, "-name", "bench", "-idx", idx, "-events", fmt.Sprint(events)},
+		e.profArgs(fmt.Sprintf("classic-plugin-%d", i))...)
+	p, err := startProc("classic plugin "+idx, roleClassicPlugin, e.cfg.Verbose, args...)
 	if err != nil {
 		return nil, err
 	}
-	r.plugins = append(r.plugins, p)
+	*into = append(*into, p)
 	return p, nil
 }
 

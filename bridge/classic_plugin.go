@@ -8,6 +8,7 @@ import (
 	"github.com/containerd/ttrpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
@@ -172,6 +173,52 @@ func (cc *classicConn) ValidateContainerAdjustment(ctx context.Context, req *nri
 	return call(ctx, cc, "ValidateContainerAdjustment", alpha, &nriv1beta1.ValidateContainerAdjustmentResponse{})
 }
 
+// encodedMethods are the PluginService methods whose requests reach a
+// classic plugin as they are encoded: the classic method they call, and for
+// the nine notifications classic NRI before v0.12 sent as StateChange, the
+// event (notifyEncoded).
+var encodedMethods = map[string]struct {
+	classic string
+	event   nriv1beta1.Event
+}{
+	nriv1beta1.PluginService_CreateContainer_FullMethodName:             {classic: "CreateContainer"},
+	nriv1beta1.PluginService_UpdatePodSandbox_FullMethodName:            {classic: "UpdatePodSandbox"},
+	nriv1beta1.PluginService_StopContainer_FullMethodName:               {classic: "StopContainer"},
+	nriv1beta1.PluginService_UpdateContainer_FullMethodName:             {classic: "UpdateContainer"},
+	nriv1beta1.PluginService_ValidateContainerAdjustment_FullMethodName: {classic: "ValidateContainerAdjustment"},
+	nriv1beta1.PluginService_RunPodSandbox_FullMethodName:               {event: nriv1beta1.Event_EVENT_RUN_POD_SANDBOX},
+	nriv1beta1.PluginService_PostUpdatePodSandbox_FullMethodName:        {event: nriv1beta1.Event_EVENT_POST_UPDATE_POD_SANDBOX},
+	nriv1beta1.PluginService_StopPodSandbox_FullMethodName:              {event: nriv1beta1.Event_EVENT_STOP_POD_SANDBOX},
+	nriv1beta1.PluginService_RemovePodSandbox_FullMethodName:            {event: nriv1beta1.Event_EVENT_REMOVE_POD_SANDBOX},
+	nriv1beta1.PluginService_PostCreateContainer_FullMethodName:         {event: nriv1beta1.Event_EVENT_POST_CREATE_CONTAINER},
+	nriv1beta1.PluginService_StartContainer_FullMethodName:              {event: nriv1beta1.Event_EVENT_START_CONTAINER},
+	nriv1beta1.PluginService_PostStartContainer_FullMethodName:          {event: nriv1beta1.Event_EVENT_POST_START_CONTAINER},
+	nriv1beta1.PluginService_PostUpdateContainer_FullMethodName:         {event: nriv1beta1.Event_EVENT_POST_UPDATE_CONTAINER},
+	nriv1beta1.PluginService_RemoveContainer_FullMethodName:             {event: nriv1beta1.Event_EVENT_REMOVE_CONTAINER},
+}
+
+// InvokeEncoded implements server.EncodedPlugin: the lifecycle events whose
+// classic request is the v1beta1 request (the fields only v1beta1 has are
+// unknown to a classic plugin, which skips them) are sent as the server
+// has them encoded, without encoding each request again per plugin.
+// The dry-run flag (CreateContainer, UpdateContainer, validation) never
+// reaches a classic plugin this way: dry runs skip plugins that did not
+// declare support for them.
+func (cc *classicConn) InvokeEncoded(ctx context.Context, method string, req []byte, rsp proto.Message) (bool, error) {
+	m, ok := encodedMethods[method]
+	if !ok {
+		return false, nil
+	}
+	if m.classic == "" {
+		return true, cc.notifyEncoded(ctx, m.event, req)
+	}
+	dec, ok := rsp.(unsafeDecoder)
+	if !ok {
+		return false, nil
+	}
+	return true, cc.callEncoded(ctx, m.classic, req, dec)
+}
+
 // notify delivers one of the nine events that classic NRI before v0.12
 // sent as StateChange: the dedicated RPC first and, once the plugin answers
 // UNIMPLEMENTED, StateChange from then on (for all nine, as classic NRI
@@ -183,6 +230,11 @@ func (cc *classicConn) notify(ctx context.Context, event nriv1beta1.Event, req v
 	if err != nil {
 		return status.Errorf(codes.Internal, "bridge: encoding %s for a classic plugin: %v", prettyEvent(event), err)
 	}
+	return cc.notifyEncoded(ctx, event, b)
+}
+
+// notifyEncoded is notify with the request encoded as b.
+func (cc *classicConn) notifyEncoded(ctx context.Context, event nriv1beta1.Event, b []byte) error {
 	cc.mu.Lock()
 	legacy := cc.stateChange
 	cc.mu.Unlock()

@@ -226,7 +226,7 @@ func (d *delivery[Req, Rsp]) dryRunSkips(p *plugin) bool {
 // request, which is over its maximum message size (skipped; err fails the
 // event when it is required).
 func (d *delivery[Req, Rsp]) encoding(p *plugin) (raw []byte, ok bool, err error) {
-	if !p.c.remote() {
+	if !p.c.takesBytes() {
 		return nil, true, nil
 	}
 	if d.raw == nil {
@@ -359,7 +359,7 @@ func (d *delivery[Req, Rsp]) failOpen(p *plugin, outcome nriv1beta1.CallOutcome,
 func lastRemote(fl *flight, mask uint32) int {
 	order := fl.order
 	for i := len(order) - 1; i >= 0; i-- {
-		if order[i].anyInstance(func(p *plugin) bool { return fl.takes(p, mask) && p.c.remote() }) {
+		if order[i].anyInstance(func(p *plugin) bool { return fl.takes(p, mask) && p.c.takesBytes() }) {
 			return i
 		}
 	}

@@ -211,7 +211,11 @@ func (s *Server) RegisterInProcess(ctx context.Context, reg Registration, impl n
 	if err := checkRegistration(reg); err != nil {
 		return nil, err
 	}
-	p, err := s.register(ctx, reg, &conn{impl: impl})
+	c := &conn{impl: impl}
+	if enc, ok := impl.(EncodedPlugin); ok {
+		c.enc = enc
+	}
+	p, err := s.register(ctx, reg, c)
 	if err != nil {
 		return nil, err
 	}

@@ -63,9 +63,12 @@ func call[Req, Rsp proto.Message](ctx context.Context, p *plugin, m rpc[Req, Rsp
 		rsp Rsp
 		err error
 	)
-	if p.c.impl != nil {
+	switch {
+	case p.c.enc != nil && raw != nil:
+		rsp, err = callEncoded(cctx, p.c, m, req, raw)
+	case p.c.impl != nil:
 		rsp, err = callLocal(cctx, p.c.impl, m, req)
-	} else {
+	default:
 		rsp, err = callRemote(cctx, p.c.cc, m, req, raw)
 	}
 	if err != nil {
@@ -110,6 +113,42 @@ func callRemote[Req, Rsp proto.Message](ctx context.Context, cc PluginConn, m rp
 		return zero, err
 	}
 	return rsp, nil
+}
+
+// callEncoded calls an in-process plugin that takes requests encoded with
+// raw, the encoding of req; a method it does not take so is called with
+// req (callLocal).
+func callEncoded[Req, Rsp proto.Message](ctx context.Context, c *conn, m rpc[Req, Rsp], req Req, raw []byte) (Rsp, error) {
+	rsp := m.newRsp()
+	ok, err := invokeEncoded(ctx, c.enc, m.method, raw, rsp)
+	if !ok {
+		return callLocal(ctx, c.impl, m, req)
+	}
+	if err != nil {
+		var zero Rsp
+		return zero, err
+	}
+	return rsp, nil
+}
+
+// invokeEncoded calls enc as gRPC would: a panic and a plain error become
+// statuses.
+func invokeEncoded(ctx context.Context, enc EncodedPlugin, method string, raw []byte, rsp proto.Message) (ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok, err = true, status.Errorf(codes.Internal, "in-process plugin panicked: %v", r)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return true, status.FromContextError(err).Err()
+	}
+	ok, err = enc.InvokeEncoded(ctx, method, raw, rsp)
+	if err != nil {
+		if _, isStatus := status.FromError(err); !isStatus {
+			err = status.Error(codes.Unknown, err.Error())
+		}
+	}
+	return ok, err
 }
 
 // callLocal calls an in-process plugin as gRPC would: a panic and a plain

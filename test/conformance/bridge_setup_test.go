@@ -1042,22 +1042,8 @@ func (r *classicRuntime) a() classicAPI {
 }
 
 // classicAPI is what a runtime calls on pkg/adaptation: upstream's and the
-// drop-in's, with the same types.
-type classicAPI interface {
-	RunPodSandbox(context.Context, *classic.RunPodSandboxRequest) error
-	UpdatePodSandbox(context.Context, *classic.UpdatePodSandboxRequest) (*classic.UpdatePodSandboxResponse, error)
-	PostUpdatePodSandbox(context.Context, *classic.PostUpdatePodSandboxRequest) error
-	StopPodSandbox(context.Context, *classic.StopPodSandboxRequest) error
-	RemovePodSandbox(context.Context, *classic.RemovePodSandboxRequest) error
-	CreateContainer(context.Context, *classic.CreateContainerRequest) (*classic.CreateContainerResponse, error)
-	PostCreateContainer(context.Context, *classic.PostCreateContainerRequest) error
-	StartContainer(context.Context, *classic.StartContainerRequest) error
-	PostStartContainer(context.Context, *classic.PostStartContainerRequest) error
-	UpdateContainer(context.Context, *classic.UpdateContainerRequest) (*classic.UpdateContainerResponse, error)
-	PostUpdateContainer(context.Context, *classic.PostUpdateContainerRequest) error
-	StopContainer(context.Context, *classic.StopContainerRequest) (*classic.StopContainerResponse, error)
-	RemoveContainer(context.Context, *classic.RemoveContainerRequest) error
-}
+// drop-in's have it, with the same types.
+type classicAPI = dropin.Interface
 
 func (r *classicRuntime) RunPodSandbox(ctx context.Context, req *nriv1beta1.RunPodSandboxRequest) error {
 	err := r.a().RunPodSandbox(ctx, &classic.RunPodSandboxRequest{Pod: alphaPod(req.GetPod())})
