@@ -240,6 +240,47 @@ func TestDropInRequiredPluginAbsent(t *testing.T) {
 	}
 }
 
+// TestDropInConflictReadsAsStock: two classic plugins setting the same
+// annotation: CreateContainer fails with the same CRI error (code and
+// message) with stock containerd and with the drop-in, and a plugin that
+// fails CreateContainer with its own error too.
+func TestDropInConflictReadsAsStock(t *testing.T) {
+	stock, dropIn := stockAndDropIn(t, EnvOptions{})
+	var conflicts, failures []string
+	for _, e := range []*Env{stock, dropIn} {
+		e.StartClassicPlugin(e.NRISock, "10", "first", "-annotation", "e2e/same=first", "-fail-create", "fail")
+		e.StartClassicPlugin(e.NRISock, "20", "second", "-annotation", "e2e/same=second")
+		pod := e.RunPod("p1")
+		_, err := e.TryCreate(pod, "c1")
+		if err == nil {
+			t.Fatalf("%s (drop-in %v): two plugins set the same annotation and the container was created", e.Name, e.DropIn)
+		}
+		conflicts = append(conflicts, criError(e, pod, err))
+		if _, err = e.TryCreate(pod, "fail-1"); err == nil {
+			t.Fatalf("%s (drop-in %v): the plugin failed CreateContainer and the container was created", e.Name, e.DropIn)
+		}
+		failures = append(failures, criError(e, pod, err))
+	}
+	t.Logf("plugin error, stock:   %s", failures[0])
+	t.Logf("plugin error, drop-in: %s", failures[1])
+	if !strings.Contains(failures[0], "e2e: CreateContainer of fail-1 fails") {
+		t.Errorf("stock containerd's error does not carry the plugin's: %s", failures[0])
+	}
+	if failures[0] != failures[1] {
+		t.Errorf("a plugin's CreateContainer error reads differently:\n  stock:   %s\n  drop-in: %s", failures[0], failures[1])
+	}
+	t.Logf("stock:   %s", conflicts[0])
+	t.Logf("drop-in: %s", conflicts[1])
+	for _, want := range []string{"10-first", "20-second", "e2e/same"} {
+		if !strings.Contains(conflicts[0], want) {
+			t.Errorf("stock containerd's conflict does not name %q: %s", want, conflicts[0])
+		}
+	}
+	if conflicts[0] != conflicts[1] {
+		t.Errorf("the conflict reads differently:\n  stock:   %s\n  drop-in: %s", conflicts[0], conflicts[1])
+	}
+}
+
 // oldPlugins are test/classic-old builds, by NRI version.
 var oldPlugins struct {
 	sync.Mutex

@@ -6,7 +6,7 @@
 // line (the same format as e2e-grpc-plugin) and injects, in CreateContainer,
 // the -env and -annotation pairs, -mount bind mounts, -device devices and
 // -rlimit limits of its flags (what upstream's device-injector and
-// ulimit-adjuster samples inject). With -reject it is also a validator that
+// ulimit-adjuster samples inject); -fail-create makes CreateContainer fail. With -reject it is also a validator that
 // rejects the adjustment of containers so named.
 package main
 
@@ -51,6 +51,7 @@ type classic struct {
 	mounts, devices  kvList
 	rlimits          kvList
 	createDelay      time.Duration
+	failCreate       string
 }
 
 // rejectReason is the reason -reject gives: the same as e2e-grpc-plugin's,
@@ -128,6 +129,9 @@ func (p *classic) CreateContainer(_ context.Context, pod *api.PodSandbox, c *api
 	_ = p.ctr("CreateContainer", pod, c)
 	if p.createDelay > 0 {
 		time.Sleep(p.createDelay)
+	}
+	if p.failCreate != "" && strings.HasPrefix(c.GetName(), p.failCreate) {
+		return nil, nil, fmt.Errorf("e2e: CreateContainer of %s fails (-fail-create %s)", c.GetName(), p.failCreate)
 	}
 	adj := &api.ContainerAdjustment{}
 	for _, kv := range p.env {
@@ -237,6 +241,7 @@ func run() error {
 	flag.Var(&p.devices, "device", "PATH:TYPE:MAJOR:MINOR:MODE device to inject, MODE octal (repeatable)")
 	flag.Var(&p.rlimits, "rlimit", "TYPE=SOFT:HARD rlimit to inject, TYPE as in RLIMIT_NOFILE (repeatable)")
 	flag.DurationVar(&p.createDelay, "create-delay", 0, "delay of every CreateContainer")
+	flag.StringVar(&p.failCreate, "fail-create", "", "fail the CreateContainer of containers whose name starts with this prefix")
 	reject := flag.String("reject", "", "validate, rejecting containers whose name starts with this prefix")
 	flag.Parse()
 	if *socket == "" || *events == "" {
