@@ -29,45 +29,76 @@ func BenchmarkCreateToRunning(b *testing.B) {
 	classic.StartClassicPlugin(classic.NRISock, "10", "bench", "-env", "E2E_BENCH=classic")
 	nrid := NewEnv(b, EnvOptions{NridLogLevel: "info"}) // nrid's default level
 	nrid.StartGRPCPlugin("10", "bench", "-env", "E2E_BENCH=grpc")
-	for _, s := range []struct {
-		e    *Env
-		want string
-	}{{classic, "classic"}, {nrid, "grpc"}} {
+	m := benchSetups(b, []benchSetup{{"classic", classic, "classic"}, {"nrid", nrid, "grpc"}})
+	b.ReportMetric(float64(m[1])/float64(m[0]), "ratio")
+}
+
+// BenchmarkDropInCreateToRunning is BenchmarkCreateToRunning for stock
+// containerd and containerd with nri-grpc's drop-in (EnvOptions.DropIn),
+// side by side, each with the same classic plugin (e2e-classic-plugin,
+// pkg/stub) on its own NRI socket: "stock-ms", "dropin-ms" and their ratio
+// ("dropin-ratio"); and a third containerd with the drop-in and one gRPC
+// plugin (e2e-grpc-plugin) instead: "dropin-grpc-ms", "dropin-grpc-ratio"
+// (against stock).
+func BenchmarkDropInCreateToRunning(b *testing.B) {
+	stock := NewEnv(b, EnvOptions{NoNrid: true})
+	stock.StartClassicPlugin(stock.NRISock, "10", "bench", "-env", "E2E_BENCH=classic")
+	dropIn := NewEnv(b, EnvOptions{DropIn: true})
+	dropIn.StartClassicPlugin(dropIn.NRISock, "10", "bench", "-env", "E2E_BENCH=classic")
+	dropInGRPC := NewEnv(b, EnvOptions{DropIn: true})
+	dropInGRPC.StartGRPCPlugin("10", "bench", "-env", "E2E_BENCH=grpc")
+	m := benchSetups(b, []benchSetup{{"stock", stock, "classic"}, {"dropin", dropIn, "classic"}, {"dropin-grpc", dropInGRPC, "grpc"}})
+	b.ReportMetric(float64(m[1])/float64(m[0]), "dropin-ratio")
+	b.ReportMetric(float64(m[2])/float64(m[0]), "dropin-grpc-ratio")
+}
+
+// benchSetup is one containerd of a create-to-running benchmark and the
+// E2E_BENCH value its plugin injects.
+type benchSetup struct {
+	name string
+	e    *Env
+	want string
+}
+
+// benchSetups measures pod plus container create-to-running in every
+// setup, one pod per setup per iteration, the order rotating, and reports
+// each setup's median as NAME-ms; it returns the medians.
+func benchSetups(b *testing.B, setups []benchSetup) []time.Duration {
+	b.Helper()
+	for _, s := range setups {
 		// A warm-up pod outside the measurement: the first pod pays for
 		// the image's unpack and the plugin's first call.
 		warm := s.e.RunPod("warmup")
 		id := s.e.Run(warm, "c")
 		if got := SpecEnv(s.e.Inspect(id).Spec)["E2E_BENCH"]; got != s.want {
-			b.Fatalf("E2E_BENCH = %q, want %q: the plugin did not adjust the container", got, s.want)
+			b.Fatalf("%s: E2E_BENCH = %q, want %q: the plugin did not adjust the container", s.name, got, s.want)
 		}
 		s.e.StopRemovePod(warm)
 	}
-
-	var tc, tn []time.Duration
-	measure := func(e *Env, i int, out *[]time.Duration) {
+	times := make([][]time.Duration, len(setups))
+	measure := func(k, i int) {
+		e := setups[k].e
 		start := time.Now()
 		pod := e.RunPod(fmt.Sprintf("b%d", i))
 		e.Run(pod, "c")
-		*out = append(*out, time.Since(start))
+		times[k] = append(times[k], time.Since(start))
 		b.StopTimer()
 		e.StopRemovePod(pod)
 		b.StartTimer()
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if i%2 == 0 {
-			measure(classic, i, &tc)
-			measure(nrid, i, &tn)
-		} else {
-			measure(nrid, i, &tn)
-			measure(classic, i, &tc)
+		for j := range setups {
+			measure((i+j)%len(setups), i)
 		}
 	}
 	b.StopTimer()
-	mc, mn := median(tc), median(tn)
-	b.ReportMetric(float64(mc.Microseconds())/1000, "classic-ms")
-	b.ReportMetric(float64(mn.Microseconds())/1000, "nrid-ms")
-	b.ReportMetric(float64(mn)/float64(mc), "ratio")
+	medians := make([]time.Duration, len(setups))
+	for k, s := range setups {
+		medians[k] = median(times[k])
+		b.ReportMetric(float64(medians[k].Microseconds())/1000, s.name+"-ms")
+	}
+	return medians
 }
 
 func median(ds []time.Duration) time.Duration {

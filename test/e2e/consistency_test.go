@@ -20,7 +20,12 @@ import (
 // with both containers. The next container gets the plugin's adjustment.
 // Before, the plugin was never told of the second container.
 func TestLateJoinerMissesNoContainer(t *testing.T) {
-	e := NewEnv(t, EnvOptions{})
+	eachRuntime(t, EnvOptions{}, testLateJoinerMissesNoContainer)
+}
+
+// testLateJoinerMissesNoContainer is TestLateJoinerMissesNoContainer on one runtime setup (eachRuntime).
+func testLateJoinerMissesNoContainer(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
 	pod := e.RunPod("late")
 	first := e.Run(pod, "c1")
 

@@ -146,6 +146,36 @@ type EnvOptions struct {
 	// CtrdRequestTimeout is containerd's NRI plugin_request_timeout
 	// (default "2s"): the bridge's budget follows it.
 	CtrdRequestTimeout string
+	// DropIn runs containerd built with nri-grpc's drop-in
+	// (Suite.DropInContainerd) and no nrid: containerd itself serves
+	// classic plugins on NRISock and gRPC plugins on NridSock, named by the
+	// nri-grpc configuration (NridConfig, with NridTOML appended) that
+	// containerd's environment variable NRI_GRPC_CONFIG points at. Admin and
+	// Health are clients of that socket; ClassicSock is NRISock.
+	DropIn bool
+	// Prepare runs before containerd starts, the scenario directories made
+	// (pre-launched plugins: Env.PrelaunchPlugin).
+	Prepare func(e *Env)
+}
+
+// Runtime names a scenario's runtime setup: "nrid" (stock containerd, nrid
+// attached through the bridge) or "dropin" (containerd with the drop-in).
+func (o EnvOptions) Runtime() string {
+	if o.DropIn {
+		return "dropin"
+	}
+	return "nrid"
+}
+
+// eachRuntime runs f as one subtest per runtime setup, "nrid" and
+// "dropin", with opts for NewEnv.
+func eachRuntime(t *testing.T, opts EnvOptions, f func(t *testing.T, opts EnvOptions)) {
+	t.Helper()
+	for _, dropIn := range []bool{false, true} {
+		o := opts
+		o.DropIn = dropIn
+		t.Run(o.Runtime(), func(t *testing.T) { f(t, o) })
+	}
 }
 
 // Env is one scenario's containerd (with CRI and NRI on scratch sockets)
@@ -165,8 +195,10 @@ type Env struct {
 	CRI        runtimeapi.RuntimeServiceClient
 	criConn    *grpc.ClientConn
 
-	NridConfig   string
-	NridSock     string
+	DropIn bool // containerd with nri-grpc's drop-in, no nrid (EnvOptions.DropIn)
+
+	NridConfig   string // nrid's configuration, or the drop-in's (NRI_GRPC_CONFIG)
+	NridSock     string // nrid's socket, or the drop-in's gRPC plugin socket
 	NridStateDir string // server.state_dir, when EnvOptions.NridStateDir
 	PluginDir    string
 	ClassicSock  string
@@ -209,8 +241,27 @@ func NewEnv(tb testing.TB, opts EnvOptions) *Env {
 	if err := os.WriteFile(e.CtrdConfig, []byte(e.containerdConfig(opts)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	e.Ctrd = e.start("containerd", filepath.Join(e.Logs, "containerd.log"), filepath.Join(suite.CtrdBin, "containerd"),
-		[]string{"PATH=" + suite.CtrdBin + ":" + os.Getenv("PATH")}, "--config", e.CtrdConfig)
+	ctrdBin := filepath.Join(suite.CtrdBin, "containerd")
+	ctrdEnv := []string{"PATH=" + suite.CtrdBin + ":" + os.Getenv("PATH")}
+	if opts.DropIn {
+		if opts.NridStateDir || opts.NoNrid {
+			tb.Fatal("EnvOptions.DropIn goes with neither NridStateDir nor NoNrid")
+		}
+		ctrdBin = suite.DropInContainerd(tb)
+		e.DropIn = true
+		e.NridSock = filepath.Join(e.Dir, "nri-grpc.sock")
+		e.PluginDir = filepath.Join(e.Dir, "plugins")
+		e.ClassicSock = e.NRISock
+		e.NridConfig = filepath.Join(e.Dir, "nri-grpc.toml")
+		if err := os.WriteFile(e.NridConfig, []byte(e.dropInConfig(opts)), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		ctrdEnv = append(ctrdEnv, "NRI_GRPC_CONFIG="+e.NridConfig)
+	}
+	if opts.Prepare != nil {
+		opts.Prepare(e)
+	}
+	e.Ctrd = e.start("containerd", filepath.Join(e.Logs, "containerd.log"), ctrdBin, ctrdEnv, "--config", e.CtrdConfig)
 	e.WaitContainerd()
 	for _, img := range suite.Images {
 		out, err := exec.Command(filepath.Join(suite.CtrdBin, "ctr"), "--address", e.CtrdSock, "-n", "k8s.io",
@@ -221,6 +272,10 @@ func NewEnv(tb testing.TB, opts EnvOptions) *Env {
 	}
 
 	if opts.NoNrid {
+		return e
+	}
+	if opts.DropIn {
+		e.connectNrid()
 		return e
 	}
 	e.NridSock = filepath.Join(e.Dir, "nrid.sock")
@@ -234,14 +289,47 @@ func NewEnv(tb testing.TB, opts EnvOptions) *Env {
 		tb.Fatal(err)
 	}
 	e.Nrid = e.start("nrid", filepath.Join(e.Logs, "nrid.log"), filepath.Join(suite.Bin, "nrid"), nil, "--config", e.NridConfig)
+	e.connectNrid()
+	e.WaitNridServing()
+	return e
+}
+
+// connectNrid makes the clients of NridSock (nrid's, or the drop-in's).
+func (e *Env) connectNrid() {
+	e.tb.Helper()
 	var err error
 	if e.nridConn, err = grpc.NewClient("unix://"+e.NridSock, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
-		tb.Fatal(err)
+		e.tb.Fatal(err)
 	}
 	e.Admin = nriv1beta1.NewAdminServiceClient(e.nridConn)
 	e.Health = healthpb.NewHealthClient(e.nridConn)
-	e.WaitNridServing()
-	return e
+}
+
+// nridOnly adds a skipped "dropin" subtest naming why a scenario runs on
+// stock containerd with nrid only.
+func nridOnly(t *testing.T, reason string) {
+	t.Helper()
+	t.Run("dropin", func(t *testing.T) { t.Skip("nrid only: " + reason) })
+}
+
+// ServerLog is the log of the process serving the gRPC plugins: nrid's, or
+// containerd's with the drop-in.
+func (e *Env) ServerLog() string {
+	if e.DropIn || e.Nrid == nil {
+		return e.Ctrd.Log
+	}
+	return e.Nrid.Log
+}
+
+// dropInConfig is the drop-in's nri-grpc configuration (nrid.toml's schema
+// without [bridge] and [runtime], which the drop-in refuses).
+func (e *Env) dropInConfig(opts EnvOptions) string {
+	return fmt.Sprintf(`# nri-grpc inside containerd (the drop-in) for the nri-grpc e2e suite.
+[server]
+socket = %q
+plugin_socket_dir = %q
+%s
+`, e.NridSock, e.PluginDir, opts.NridTOML)
 }
 
 func (e *Env) containerdConfig(opts EnvOptions) string {
@@ -412,6 +500,11 @@ func (e *Env) Plugins() map[string]*nriv1beta1.PluginInfo {
 // WaitPluginReady waits until nrid lists plugin full ("NN-name") as ready.
 func (e *Env) WaitPluginReady(full string, p *Proc) {
 	e.tb.Helper()
+	if e.DropIn && LogContains(e.Ctrd.Log, "grpc=none") {
+		// No AdminService to ask, and no gRPC plugin can register.
+		e.tb.Fatalf("plugin %s: the drop-in serves no gRPC socket (containerd's log: %s)", full,
+			strings.TrimSpace(grepLines(e.Ctrd.Log, "grpc=none")))
+	}
 	ok := waitFor(60*time.Second, func() bool {
 		if p != nil && p.Exited() {
 			return true
@@ -423,7 +516,7 @@ func (e *Env) WaitPluginReady(full string, p *Proc) {
 		e.tb.Fatalf("plugin %s exited:\n%s", full, e.Tail(p.Log, 30))
 	}
 	if !ok {
-		e.tb.Fatalf("plugin %s not ready in nrid within 60s; nrid log:\n%s", full, e.Tail(e.Nrid.Log, 30))
+		e.tb.Fatalf("plugin %s not ready within 60s; %s:\n%s", full, e.ServerLog(), e.Tail(e.ServerLog(), 30))
 	}
 }
 

@@ -8,6 +8,10 @@
 // Layout of the scratch directory (NRI_E2E_DIR, default /tmp/nri-e2e):
 //
 //	cache/containerd-v2.4.2-goX.Y.Z/bin   containerd, ctr, containerd-shim-runc-v2 (built once, reused)
+//	cache/containerd-v2.4.2-nri-grpc-goX.Y.Z/src
+//	                                      containerd's source patched for nri-grpc's drop-in
+//	                                      (containerd-nri-grpc.sh, once); its containerd is
+//	                                      rebuilt from it for every run that needs it
 //	run-<id>/                             one run: owner, pids, bin/, images/, one directory per scenario
 //
 // Every process the suite starts is recorded by PID in run-<id>/pids, and
@@ -19,6 +23,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,6 +68,10 @@ type Suite struct {
 
 	mu   sync.Mutex
 	pids *os.File
+
+	dropInOnce sync.Once
+	dropInBin  string // containerd built with nri-grpc's drop-in, for this run
+	dropInErr  error
 }
 
 var suite *Suite
@@ -238,6 +247,125 @@ func buildContainerd(base string) (string, error) {
 	}
 	logf("containerd built in %.1fs", time.Since(start).Seconds())
 	return bin, nil
+}
+
+// DropInDirName is the cache directory of containerd's source patched for
+// nri-grpc's drop-in (below $NRI_E2E_DIR/cache).
+func DropInDirName() string {
+	return "containerd-" + ContainerdVersion + "-nri-grpc-go" + strings.TrimPrefix(runtime.Version(), "go")
+}
+
+// DropInContainerd returns containerd built with nri-grpc's drop-in
+// (adaptation/ of this checkout instead of containerd/nri's pkg/adaptation),
+// building it the first time a scenario asks for it in this run: the patched
+// source tree once per containerd and Go version (containerd-nri-grpc.sh,
+// into the cache), the binary from it for every run with `go build` (Go's
+// build cache makes it an incremental build). It fails the test when the
+// drop-in does not build.
+func (s *Suite) DropInContainerd(tb testing.TB) string {
+	tb.Helper()
+	s.dropInOnce.Do(func() { s.dropInBin, s.dropInErr = s.buildDropIn() })
+	if s.dropInErr != nil {
+		tb.Fatalf("containerd with nri-grpc's drop-in: %v", s.dropInErr)
+	}
+	return s.dropInBin
+}
+
+func (s *Suite) buildDropIn() (string, error) {
+	if _, err := os.Stat(filepath.Join(s.Repo, "adaptation")); err != nil {
+		return "", fmt.Errorf("this checkout has no drop-in package adaptation/: %w", err)
+	}
+	src, err := prepareDropInSource(s.Base, s.Repo)
+	if err != nil {
+		return "", err
+	}
+	// This run's go.mod, in the run directory: containerd's resolved one
+	// with the replace naming this checkout (the cached tree may have been
+	// prepared from another one). -mod=mod lets go add what this
+	// checkout's module needs beyond it.
+	modDir := filepath.Join(s.RunDir, "containerd-nri-grpc-mod")
+	if err := os.MkdirAll(modDir, 0o755); err != nil {
+		return "", err
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(modDir, f), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	modfile := filepath.Join(modDir, "go.mod")
+	env := []string{"GOWORK=off", "GOFLAGS=-buildvcs=false", "CGO_ENABLED=1"}
+	if err := goIn(src, env, "mod", "edit", "-replace=github.com/nri-grpc/nri-grpc="+s.Repo, modfile); err != nil {
+		return "", err
+	}
+	start := time.Now()
+	bin := filepath.Join(s.Bin, "containerd-nri-grpc")
+	if err := goIn(src, env, "build", "-modfile="+modfile, "-mod=mod", "-trimpath", "-o", bin, "./cmd/containerd"); err != nil {
+		return "", err
+	}
+	logf("containerd with nri-grpc's drop-in built in %.1fs (incremental, from %s)", time.Since(start).Seconds(), src)
+	return bin, nil
+}
+
+// prepareDropInSource returns the patched containerd source tree in the
+// cache, running containerd-nri-grpc.sh the first time (under the cache
+// lock; a stamp marks a complete tree, with the hash of the script that
+// made it: a changed script makes it again).
+func prepareDropInSource(base, repo string) (string, error) {
+	dir := filepath.Join(base, "cache", DropInDirName())
+	script := filepath.Join(repo, "test", "e2e", "containerd-nri-grpc.sh")
+	b, err := os.ReadFile(script)
+	if err != nil {
+		return "", err
+	}
+	sum := fmt.Sprintf("%x\n", sha256.Sum256(b))
+	stamp := filepath.Join(dir, "script.sha256")
+	fresh := func() bool {
+		got, err := os.ReadFile(stamp)
+		_, cerr := os.Stat(filepath.Join(dir, "complete"))
+		return err == nil && cerr == nil && string(got) == sum
+	}
+	if fresh() {
+		return filepath.Join(dir, "src"), nil
+	}
+	lock, err := os.OpenFile(filepath.Join(base, "cache", ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", err
+	}
+	if fresh() {
+		return filepath.Join(dir, "src"), nil
+	}
+	_ = os.RemoveAll(dir)
+	logf("patching containerd %s for nri-grpc's drop-in into %s (containerd-nri-grpc.sh): minutes on a cold build cache", ContainerdVersion, dir)
+	start := time.Now()
+	cmd := exec.Command("bash", script, repo, dir)
+	cmd.Env = os.Environ()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s: %v\n%s", script, err, out)
+	}
+	if err := os.WriteFile(stamp, []byte(sum), 0o644); err != nil {
+		return "", err
+	}
+	logf("patched containerd source prepared and built in %.1fs", time.Since(start).Seconds())
+	return filepath.Join(dir, "src"), nil
+}
+
+// goIn runs the go command in dir.
+func goIn(dir string, env []string, args ...string) error {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return nil
 }
 
 // buildRepoBinaries builds nrid and the test programs of this checkout.

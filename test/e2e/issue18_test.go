@@ -47,15 +47,21 @@ type nritestReport struct {
 // pod-events checks — containerd's event order and nritest's adjustment
 // (NRITEST_ADJUSTED=1), which the container's OCI spec shows too.
 func TestNritestRuntimeClassic(t *testing.T) {
-	e := NewEnv(t, EnvOptions{})
+	eachRuntime(t, EnvOptions{}, testNritestRuntimeClassic)
+}
+
+// testNritestRuntimeClassic is TestNritestRuntimeClassic on one runtime setup (eachRuntime).
+func testNritestRuntimeClassic(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
 	report := filepath.Join(e.Dir, "nritest-runtime.json")
 	nt := e.start("nritest", filepath.Join(e.Logs, "nritest.log"), filepath.Join(suite.Bin, "nritest"), nil,
 		"runtime", "--classic", e.NRISock, "--pod-prefix", "nritest-", "--pod-timeout", "2m", "--json-file", report)
 	// containerd logs this once the plugin is in its list: events from
-	// then on reach it.
+	// then on reach it (the drop-in: once the server registered it).
 	if !waitFor(60*time.Second, func() bool {
 		return nt.Exited() || LogContains(e.Ctrd.Log, `plugin \"99-nritest\" connected and synchronized`) ||
-			LogContains(e.Ctrd.Log, `plugin "99-nritest" connected and synchronized`)
+			LogContains(e.Ctrd.Log, `plugin "99-nritest" connected and synchronized`) ||
+			(e.DropIn && LogContains(e.Ctrd.Log, `nri-grpc: plugin registered plugin=99-nritest `))
 	}) || nt.Exited() {
 		t.Fatalf("nritest did not register with containerd within 60s:\n%s\ncontainerd:\n%s", e.Tail(nt.Log, 20), e.Tail(e.Ctrd.Log, 20))
 	}
@@ -116,11 +122,16 @@ func withLabels(kv map[string]string) func(*runtimeapi.PodSandboxConfig) {
 // the filtered events and show the selector; a plugin with the same
 // selector registering later is synchronized with the gold pod only.
 func TestSelectorsThroughContainerd(t *testing.T) {
-	e := NewEnv(t, EnvOptions{NridTOML: `
+	eachRuntime(t, EnvOptions{NridTOML: `
 [[plugin]]
 name = "15-classic-gold"
 selectors = [{ namespaces = ["e2e"], pod_labels = "tier=gold" }]
-`})
+`}, testSelectorsThroughContainerd)
+}
+
+// testSelectorsThroughContainerd is TestSelectorsThroughContainerd on one runtime setup (eachRuntime).
+func testSelectorsThroughContainerd(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
 	gold := e.StartGRPCPlugin("10", "gold", "-env", "E2E_GOLD=yes", "-select-labels", "tier in (gold)")
 	cgold := e.StartClassicPlugin(e.ClassicSock, "15", "classic-gold", "-env", "E2E_CLASSIC_GOLD=yes")
 	e.WaitPluginReady(cgold.Full, cgold.Proc)
@@ -280,7 +291,12 @@ func keys[V any](m map[string]V) []string {
 //     of the epoch the call returned, with reason PLUGIN_REQUESTED and
 //     containerd's containers.
 func TestPluginStatusThroughContainerd(t *testing.T) {
-	e := NewEnv(t, EnvOptions{CtrdRequestTimeout: "30s"})
+	eachRuntime(t, EnvOptions{CtrdRequestTimeout: "30s"}, testPluginStatusThroughContainerd)
+}
+
+// testPluginStatusThroughContainerd is TestPluginStatusThroughContainerd on one runtime setup (eachRuntime).
+func testPluginStatusThroughContainerd(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
 	probe := e.StartGRPCPlugin("10", "probe", "-env", "E2E_PROBE=yes")
 	pod := e.RunPod("p1")
 
@@ -411,12 +427,17 @@ func TestPluginStatusThroughContainerd(t *testing.T) {
 // created, a gold pod fails naming it; registered, it adjusts the gold
 // pod's container and not the bronze one's.
 func TestRequiredSelectorsThroughContainerd(t *testing.T) {
-	e := NewEnv(t, EnvOptions{NridTOML: `
+	eachRuntime(t, EnvOptions{NridTOML: `
 [[plugin]]
 name = "50-goldreq"
 required = true
 selectors = [{ pod_labels = "tier=gold" }]
-`})
+`}, testRequiredSelectorsThroughContainerd)
+}
+
+// testRequiredSelectorsThroughContainerd is TestRequiredSelectorsThroughContainerd on one runtime setup (eachRuntime).
+func testRequiredSelectorsThroughContainerd(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
 	bronze, err := e.TryRunPodWith("bronze", withLabels(map[string]string{"tier": "bronze"}))
 	if err != nil {
 		t.Fatalf("RunPodSandbox of a pod 50-goldreq does not select, 50-goldreq absent: %v", err)

@@ -23,6 +23,7 @@ const e2eRejectReason = "e2e: containers named so are not allowed"
 // message, which names the validator — CRI code Unknown, not the bridge's
 // CreateContainer status wrapped (FailedPrecondition).
 func TestValidationRejectionShapeThroughContainerd(t *testing.T) {
+	nridOnly(t, "the shape of a rejection relayed by the bridge (validator 00-nri-grpc); with the drop-in the rejection is containerd's own: TestDropInClassicSpecsIdentical compares it with stock containerd's")
 	e := NewEnv(t, EnvOptions{NridStateDir: true})
 	pod := e.RunPod("p1")
 	// Before any validator: accepted.

@@ -70,6 +70,7 @@ required = true
 // creations containerd or nrid refused). plain is only measured;
 // documented is asserted.
 func TestRestartAdmissions(t *testing.T) {
+	nridOnly(t, "nrid restarts, kill9/graceful/--takeover: there is no nrid with the drop-in (containerd restarts: TestDropInContainerdRestart)")
 	for _, kase := range []string{"kill9", "graceful", "upgrade"} {
 		t.Run(kase, func(t *testing.T) {
 			for _, cfg := range admissionConfigs {

@@ -34,7 +34,12 @@ var lifecycle = []string{
 // the plugin sees containerd's lifecycle events in containerd's order (the
 // same order as a classic plugin connected to containerd directly).
 func TestGoPluginInjects(t *testing.T) {
-	e := NewEnv(t, EnvOptions{})
+	eachRuntime(t, EnvOptions{}, testGoPluginInjects)
+}
+
+// testGoPluginInjects is TestGoPluginInjects on one runtime setup (eachRuntime).
+func testGoPluginInjects(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
 	src := filepath.Join(e.Dir, "mount-src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
@@ -105,7 +110,12 @@ func TestGoPluginInjects(t *testing.T) {
 // to containerd directly that conflicts with one behind nrid: containerd's
 // message names the bridge.
 func TestClassicAndGRPCMerge(t *testing.T) {
-	e := NewEnv(t, EnvOptions{})
+	eachRuntime(t, EnvOptions{}, testClassicAndGRPCMerge)
+}
+
+// testClassicAndGRPCMerge is TestClassicAndGRPCMerge on one runtime setup (eachRuntime).
+func testClassicAndGRPCMerge(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
 	cp := e.StartClassicPlugin(e.ClassicSock, "10", "classic", "-env", "E2E_CLASSIC=from-classic", "-annotation", "e2e/classic=yes")
 	e.WaitPluginReady(cp.Full, cp.Proc)
 	gp := e.StartGRPCPlugin("20", "grpc", "-env", "E2E_GRPC=from-grpc", "-annotation", "e2e/grpc=yes")
@@ -157,6 +167,9 @@ func TestClassicAndGRPCMerge(t *testing.T) {
 		t.Errorf("pod has %d containers after the conflict, want 1 (the conflicting one not created)", n)
 	}
 
+	if opts.DropIn {
+		return // no bridge: a classic plugin on containerd's socket is one of the server's, as above
+	}
 	// A conflict between a plugin behind nrid and one connected to
 	// containerd directly is containerd's to find: it sees one plugin, the
 	// bridge, as the owner of everything nri-grpc's plugins set.
@@ -182,90 +195,103 @@ func TestClassicAndGRPCMerge(t *testing.T) {
 // its changes.
 func TestRequiredPlugins(t *testing.T) {
 	t.Run("FailPluginAbsent", func(t *testing.T) {
-		e := NewEnv(t, EnvOptions{NridTOML: `
+		eachRuntime(t, EnvOptions{NridTOML: `
 [[plugin]]
 name = "40-must"
 required = true
-`})
-		// RunPodSandbox is a creating event too: absent, the required
-		// plugin fails the pod already.
-		_, err := e.TryRunPod("p0")
-		if err == nil {
-			t.Fatal("RunPodSandbox succeeded while the required plugin 40-must is absent")
-		}
-		t.Logf("pod, 40-must absent: %v", err)
-		if !strings.Contains(err.Error(), "40-must") {
-			t.Errorf("error does not name the absent plugin 40-must: %v", err)
-		}
-
-		must := e.StartGRPCPlugin("40", "must", "-env", "E2E_MUST=present")
-		pod := e.RunPod("p1")
-		id := e.Run(pod, "c1")
-		if got := e.ProcEnv(e.Inspect(id).Pid)["E2E_MUST"]; got != "present" {
-			t.Errorf("with 40-must registered: process env E2E_MUST = %q, want present", got)
-		}
-
-		must.Stop(t) // unregisters: absent again
-		if !waitFor(30*time.Second, func() bool { _, ok := e.Plugins()[must.Full]; return !ok }) {
-			t.Fatal("nrid still lists 40-must after it stopped")
-		}
-		_, err = e.TryCreate(pod, "c2")
-		if err == nil {
-			t.Fatal("CreateContainer succeeded while the required plugin 40-must is absent")
-		}
-		t.Logf("container, 40-must absent: %v", err)
-		if !strings.Contains(err.Error(), "40-must") {
-			t.Errorf("error does not name the absent plugin 40-must: %v", err)
-		}
+`}, testFailPluginAbsent)
 	})
-
 	t.Run("IgnorePluginKilledMidCall", func(t *testing.T) {
-		e := NewEnv(t, EnvOptions{})
-		marker := filepath.Join(e.Dir, "blocked")
-		gp := e.StartGRPCPlugin("41", "optional", "-fail-policy", "ignore", "-env", "E2E_OPTIONAL=yes",
-			"-block-create", "victim", "-blocked-marker", marker)
-		pod := e.RunPod("p1")
-		before := e.Run(pod, "before")
-		if got := e.ProcEnv(e.Inspect(before).Pid)["E2E_OPTIONAL"]; got != "yes" {
-			t.Fatalf("plugin alive: process env E2E_OPTIONAL = %q, want yes", got)
-		}
-
-		type result struct {
-			id  string
-			err error
-		}
-		res := make(chan result, 1)
-		go func() { id, err := e.TryCreate(pod, "victim"); res <- result{id, err} }()
-		if !waitFor(30*time.Second, func() bool { _, err := os.Stat(marker); return err == nil }) {
-			t.Fatal("the plugin never blocked in CreateContainer of victim")
-		}
-		gp.Kill() // SIGKILL by PID, while nrid waits for its answer
-		r := <-res
-		if r.err != nil {
-			t.Fatalf("CreateContainer failed after the ignore plugin was killed mid-call: %v", r.err)
-		}
-		e.Start(r.id)
-		in := e.Inspect(r.id)
-		if _, ok := SpecEnv(in.Spec)["E2E_OPTIONAL"]; ok {
-			t.Errorf("victim's OCI spec has the killed plugin's E2E_OPTIONAL")
-		}
-		if _, ok := e.ProcEnv(in.Pid)["E2E_OPTIONAL"]; ok {
-			t.Errorf("victim's process has the killed plugin's E2E_OPTIONAL")
-		}
-		after := e.Run(pod, "after")
-		if _, ok := e.ProcEnv(e.Inspect(after).Pid)["E2E_OPTIONAL"]; ok {
-			t.Errorf("container created after the kill has E2E_OPTIONAL")
-		}
-		if _, ok := e.Plugins()[gp.Full]; ok {
-			t.Errorf("nrid still lists the killed plugin %s", gp.Full)
-		}
+		eachRuntime(t, EnvOptions{}, testIgnorePluginKilledMidCall)
 	})
+}
+
+// testFailPluginAbsent is TestRequiredPlugins/FailPluginAbsent on one
+// runtime setup (eachRuntime).
+func testFailPluginAbsent(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
+	// RunPodSandbox is a creating event too: absent, the required
+	// plugin fails the pod already.
+	_, err := e.TryRunPod("p0")
+	if err == nil {
+		t.Fatal("RunPodSandbox succeeded while the required plugin 40-must is absent")
+	}
+	t.Logf("pod, 40-must absent: %v", err)
+	if !strings.Contains(err.Error(), "40-must") {
+		t.Errorf("error does not name the absent plugin 40-must: %v", err)
+	}
+
+	must := e.StartGRPCPlugin("40", "must", "-env", "E2E_MUST=present")
+	pod := e.RunPod("p1")
+	id := e.Run(pod, "c1")
+	if got := e.ProcEnv(e.Inspect(id).Pid)["E2E_MUST"]; got != "present" {
+		t.Errorf("with 40-must registered: process env E2E_MUST = %q, want present", got)
+	}
+
+	must.Stop(t) // unregisters: absent again
+	if !waitFor(30*time.Second, func() bool { _, ok := e.Plugins()[must.Full]; return !ok }) {
+		t.Fatal("nrid still lists 40-must after it stopped")
+	}
+	_, err = e.TryCreate(pod, "c2")
+	if err == nil {
+		t.Fatal("CreateContainer succeeded while the required plugin 40-must is absent")
+	}
+	t.Logf("container, 40-must absent: %v", err)
+	if !strings.Contains(err.Error(), "40-must") {
+		t.Errorf("error does not name the absent plugin 40-must: %v", err)
+	}
+}
+
+// testIgnorePluginKilledMidCall is
+// TestRequiredPlugins/IgnorePluginKilledMidCall on one runtime setup
+// (eachRuntime).
+func testIgnorePluginKilledMidCall(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
+	marker := filepath.Join(e.Dir, "blocked")
+	gp := e.StartGRPCPlugin("41", "optional", "-fail-policy", "ignore", "-env", "E2E_OPTIONAL=yes",
+		"-block-create", "victim", "-blocked-marker", marker)
+	pod := e.RunPod("p1")
+	before := e.Run(pod, "before")
+	if got := e.ProcEnv(e.Inspect(before).Pid)["E2E_OPTIONAL"]; got != "yes" {
+		t.Fatalf("plugin alive: process env E2E_OPTIONAL = %q, want yes", got)
+	}
+
+	type result struct {
+		id  string
+		err error
+	}
+	res := make(chan result, 1)
+	go func() { id, err := e.TryCreate(pod, "victim"); res <- result{id, err} }()
+	if !waitFor(30*time.Second, func() bool { _, err := os.Stat(marker); return err == nil }) {
+		t.Fatal("the plugin never blocked in CreateContainer of victim")
+	}
+	gp.Kill() // SIGKILL by PID, while nrid waits for its answer
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("CreateContainer failed after the ignore plugin was killed mid-call: %v", r.err)
+	}
+	e.Start(r.id)
+	in := e.Inspect(r.id)
+	if _, ok := SpecEnv(in.Spec)["E2E_OPTIONAL"]; ok {
+		t.Errorf("victim's OCI spec has the killed plugin's E2E_OPTIONAL")
+	}
+	if _, ok := e.ProcEnv(in.Pid)["E2E_OPTIONAL"]; ok {
+		t.Errorf("victim's process has the killed plugin's E2E_OPTIONAL")
+	}
+	after := e.Run(pod, "after")
+	if _, ok := e.ProcEnv(e.Inspect(after).Pid)["E2E_OPTIONAL"]; ok {
+		t.Errorf("container created after the kill has E2E_OPTIONAL")
+	}
+	if _, ok := e.Plugins()[gp.Full]; ok {
+		t.Errorf("nrid still lists the killed plugin %s", gp.Full)
+	}
 }
 
 // TestNridRestart: while nrid is down containerd keeps creating containers,
 // unadjusted, unless containerd's default validator requires the bridge;
 // when nrid is back, plugins register again and adjust again.
 func TestNridRestart(t *testing.T) {
+	nridOnly(t, "nrid stopped and started again while containerd runs")
 	t.Run("BridgeNotRequired", func(t *testing.T) {
 		e := NewEnv(t, EnvOptions{})
 		gp := e.StartGRPCPlugin("10", "inject", "-env", "E2E_GO=yes")
@@ -361,6 +387,7 @@ func TestNridRestart(t *testing.T) {
 // 250 ms), the third plugin is skipped (not disconnected), and containerd
 // never drops the bridge.
 func TestSlowPluginsWithinBudget(t *testing.T) {
+	nridOnly(t, "the bridge's budget within containerd's one request timeout; with the drop-in every plugin has its own request timeout")
 	e := NewEnv(t, EnvOptions{})
 	var plugins []*GRPCPlugin
 	for i, n := range []string{"a", "b", "c"} {
@@ -414,7 +441,12 @@ func TestSlowPluginsWithinBudget(t *testing.T) {
 // the plugin's value lands in the container's cgroup, the rest of the
 // request (the memory limit) as requested.
 func TestUpdateContainerResources(t *testing.T) {
-	e := NewEnv(t, EnvOptions{})
+	eachRuntime(t, EnvOptions{}, testUpdateContainerResources)
+}
+
+// testUpdateContainerResources is TestUpdateContainerResources on one runtime setup (eachRuntime).
+func testUpdateContainerResources(t *testing.T, opts EnvOptions) {
+	e := NewEnv(t, opts)
 	gp := e.StartGRPCPlugin("10", "update", "-update-cpu-shares", "1000")
 	pod := e.RunPod("p1")
 	id := e.Run(pod, "c1")
@@ -446,6 +478,7 @@ func TestUpdateContainerResources(t *testing.T) {
 // pod and container, and the next container is adjusted by both a gRPC
 // plugin and a classic plugin on nrid's plugin side.
 func TestContainerdRestart(t *testing.T) {
+	nridOnly(t, "the bridge reattaching and a classic plugin on nrid's socket surviving containerd's restart (the drop-in's: TestDropInContainerdRestart)")
 	e := NewEnv(t, EnvOptions{})
 	gp := e.StartGRPCPlugin("10", "inject", "-env", "E2E_GO=yes")
 	cp := e.StartClassicPlugin(e.ClassicSock, "20", "classic", "-env", "E2E_CLASSIC=yes")
@@ -548,6 +581,11 @@ func atoi(e *Env, s string) int64 {
 // (OCI spec and running process) with the Python plugin as with the Go
 // ulimit-adjuster example plus a Go SDK plugin injecting the variable.
 func TestPythonExamplePlugin(t *testing.T) {
+	eachRuntime(t, EnvOptions{}, testPythonExamplePlugin)
+}
+
+// testPythonExamplePlugin is TestPythonExamplePlugin on one runtime setup (eachRuntime).
+func testPythonExamplePlugin(t *testing.T, opts EnvOptions) {
 	script := filepath.Join(suite.Repo, "clients", "python", "examples", "env-ulimit-injector", "env_ulimit_injector.py")
 	if _, err := os.Stat(script); err != nil {
 		t.Skipf("missing: the Python example plugin %s", script)
@@ -591,7 +629,7 @@ func TestPythonExamplePlugin(t *testing.T) {
 		return r
 	}
 
-	e := NewEnv(t, EnvOptions{})
+	e := NewEnv(t, opts)
 	full := "30-env-ulimit-injector"
 	py := e.start(full, filepath.Join(e.Logs, full+".log"), python, nil, script, "--server", e.NridSock,
 		"--endpoint", filepath.Join(e.PluginDir, full+".sock"), "--verbose")

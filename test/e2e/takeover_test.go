@@ -40,6 +40,7 @@ var reGateWaits = regexp.MustCompile(`restart gate: waiting for the plugins regi
 //
 //	takeover-roster holds=N hold-max=D refused=R created=M … restart-to-attached=D
 func TestTakeoverWithSelfConnectedClassicPlugin(t *testing.T) {
+	nridOnly(t, "nrid --takeover of the bridge and of nrid's classic plugin socket")
 	e := NewEnv(t, documentedConfig.opts) // containerd requires the bridge, nrid the gRPC plugin
 	gp := e.StartGRPCPlugin("10", "inject", "-env", admissionEnv+"=yes")
 	cp := e.StartClassicPlugin(e.ClassicSock, "20", "selfdial", "-env", "E2E_CLASSIC=yes")

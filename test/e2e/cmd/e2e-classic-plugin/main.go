@@ -3,8 +3,11 @@
 // Command e2e-classic-plugin is the classic (v1alpha1, containerd/nri
 // pkg/stub) plugin of the e2e suite. It connects to a classic NRI socket,
 // either containerd's own or nrid's plugin side, logs every event as one JSON
-// line (the same format as e2e-grpc-plugin) and injects the -env and
-// -annotation pairs of its flags in CreateContainer.
+// line (the same format as e2e-grpc-plugin) and injects, in CreateContainer,
+// the -env and -annotation pairs, -mount bind mounts, -device devices and
+// -rlimit limits of its flags (what upstream's device-injector and
+// ulimit-adjuster samples inject); -fail-create makes CreateContainer fail. With -reject it is also a validator that
+// rejects the adjustment of containers so named.
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,7 +48,31 @@ type classic struct {
 	out *os.File
 
 	env, annotations kvList
+	mounts, devices  kvList
+	rlimits          kvList
 	createDelay      time.Duration
+	failCreate       string
+}
+
+// rejectReason is the reason -reject gives: the same as e2e-grpc-plugin's,
+// so that the tests can compare the two validators' rejections.
+const rejectReason = "e2e: containers named so are not allowed"
+
+// validator is a classic plugin that also validates adjustments.
+type validator struct {
+	*classic
+	reject string
+}
+
+// ValidateContainerAdjustment rejects the containers whose name starts with
+// the -reject prefix.
+func (v *validator) ValidateContainerAdjustment(_ context.Context, req *api.ValidateContainerAdjustmentRequest) error {
+	name := req.GetContainer().GetName()
+	v.log(eventLine{Event: "ValidateContainerAdjustment", Pod: req.GetPod().GetName(), Container: name})
+	if strings.HasPrefix(name, v.reject) {
+		return errors.New(rejectReason)
+	}
+	return nil
 }
 
 func (p *classic) log(e eventLine) {
@@ -102,6 +130,9 @@ func (p *classic) CreateContainer(_ context.Context, pod *api.PodSandbox, c *api
 	if p.createDelay > 0 {
 		time.Sleep(p.createDelay)
 	}
+	if p.failCreate != "" && strings.HasPrefix(c.GetName(), p.failCreate) {
+		return nil, nil, fmt.Errorf("e2e: CreateContainer of %s fails (-fail-create %s)", c.GetName(), p.failCreate)
+	}
 	adj := &api.ContainerAdjustment{}
 	for _, kv := range p.env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -110,6 +141,24 @@ func (p *classic) CreateContainer(_ context.Context, pod *api.PodSandbox, c *api
 	for _, kv := range p.annotations {
 		k, v, _ := strings.Cut(kv, "=")
 		adj.AddAnnotation(k, v)
+	}
+	for _, m := range p.mounts {
+		src, dst, _ := strings.Cut(m, ":")
+		adj.AddMount(&api.Mount{Source: src, Destination: dst, Type: "bind", Options: []string{"bind", "ro"}})
+	}
+	for _, d := range p.devices {
+		dev, err := parseDevice(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		adj.AddDevice(dev)
+	}
+	for _, r := range p.rlimits {
+		typ, soft, hard, err := parseRlimit(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		adj.AddRlimit(typ, hard, soft)
 	}
 	return adj, nil, nil
 }
@@ -142,6 +191,37 @@ func (p *classic) RemoveContainer(_ context.Context, pod *api.PodSandbox, c *api
 	return p.ctr("RemoveContainer", pod, c)
 }
 
+// parseDevice parses PATH:TYPE:MAJOR:MINOR:MODE (MODE octal).
+func parseDevice(s string) (*api.LinuxDevice, error) {
+	f := strings.Split(s, ":")
+	if len(f) != 5 {
+		return nil, fmt.Errorf("device %q: want PATH:TYPE:MAJOR:MINOR:MODE", s)
+	}
+	major, err1 := strconv.ParseInt(f[2], 10, 64)
+	minor, err2 := strconv.ParseInt(f[3], 10, 64)
+	mode, err3 := strconv.ParseUint(f[4], 8, 32)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, fmt.Errorf("device %q: %w", s, err)
+	}
+	return &api.LinuxDevice{Path: f[0], Type: f[1], Major: major, Minor: minor,
+		FileMode: api.FileMode(uint32(mode)), Uid: api.UInt32(uint32(0)), Gid: api.UInt32(uint32(0))}, nil
+}
+
+// parseRlimit parses TYPE=SOFT:HARD.
+func parseRlimit(s string) (typ string, soft, hard uint64, err error) {
+	typ, v, ok := strings.Cut(s, "=")
+	sv, hv, ok2 := strings.Cut(v, ":")
+	if !ok || !ok2 {
+		return "", 0, 0, fmt.Errorf("rlimit %q: want TYPE=SOFT:HARD", s)
+	}
+	soft, err1 := strconv.ParseUint(sv, 10, 64)
+	hard, err2 := strconv.ParseUint(hv, 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return "", 0, 0, fmt.Errorf("rlimit %q: %w", s, err)
+	}
+	return typ, soft, hard, nil
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e-classic-plugin:", err)
@@ -157,7 +237,12 @@ func run() error {
 	events := flag.String("events", "", "file to append the JSON event lines to (required)")
 	flag.Var(&p.env, "env", "K=V to inject (repeatable)")
 	flag.Var(&p.annotations, "annotation", "K=V to inject (repeatable)")
+	flag.Var(&p.mounts, "mount", "SRC:DST read-only bind mount to inject (repeatable)")
+	flag.Var(&p.devices, "device", "PATH:TYPE:MAJOR:MINOR:MODE device to inject, MODE octal (repeatable)")
+	flag.Var(&p.rlimits, "rlimit", "TYPE=SOFT:HARD rlimit to inject, TYPE as in RLIMIT_NOFILE (repeatable)")
 	flag.DurationVar(&p.createDelay, "create-delay", 0, "delay of every CreateContainer")
+	flag.StringVar(&p.failCreate, "fail-create", "", "fail the CreateContainer of containers whose name starts with this prefix")
+	reject := flag.String("reject", "", "validate, rejecting containers whose name starts with this prefix")
 	flag.Parse()
 	if *socket == "" || *events == "" {
 		return errors.New("-socket-path and -events are required")
@@ -171,7 +256,11 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	s, err := stub.New(p, stub.WithPluginName(*name), stub.WithPluginIdx(*idx), stub.WithSocketPath(*socket),
+	var impl any = p
+	if *reject != "" {
+		impl = &validator{classic: p, reject: *reject}
+	}
+	s, err := stub.New(impl, stub.WithPluginName(*name), stub.WithPluginIdx(*idx), stub.WithSocketPath(*socket),
 		stub.WithOnClose(func() { p.log(eventLine{Event: "Closed"}) }))
 	if err != nil {
 		return err
