@@ -310,13 +310,20 @@ func (s *service) RemoveContainer(ctx context.Context, req *nriv1beta1.RemoveCon
 	return call(ctx, s.p, nriv1beta1.Event_EVENT_REMOVE_CONTAINER, s.p.h.removeContainer, req)
 }
 
-// ValidateContainerAdjustment turns a validator's error into a rejection.
+// ValidateContainerAdjustment turns a validator's error into a rejection,
+// but an error after the call's context ended is the call's end, not the
+// validator's verdict: it is answered as the context's status (a timeout
+// stays a timeout for the server, whichever of its deadline and this answer
+// it sees first).
 func (s *service) ValidateContainerAdjustment(ctx context.Context, req *nriv1beta1.ValidateContainerAdjustmentRequest) (*nriv1beta1.ValidateContainerAdjustmentResponse, error) {
 	p := s.p
 	if p.h.validate == nil {
 		return nil, status.Errorf(codes.Unimplemented, "plugin %s does not validate", p.full)
 	}
 	rsp, err := p.h.validate(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 	if err != nil {
 		reason := err.Error()
 		if st, ok := status.FromError(err); ok {

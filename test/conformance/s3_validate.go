@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
@@ -285,7 +288,21 @@ func init() {
 	// unavailable or absent".
 	add(Gap, g, "an operator-required plugin that times out fails the creation, and once disconnected every creating event",
 		Options{Validator: validate.Config{RequiredPlugins: []string{"slow"}}}, func(s *S) {
-			p := s.Start("10", "slow", shortTimeout(), blockOn("CreateContainer"))
+			// Blocking CreateContainer until the call's deadline; and, since
+			// an SDK registers again after the server dropped it, refusing
+			// every Configure after the first: the plugin stays absent
+			// (without that, the check below raced the re-registration).
+			var configured atomic.Int32
+			p := s.Start("10", "slow", shortTimeout(), handle(func(ctx context.Context, method string, _ proto.Message) error {
+				switch {
+				case method == "CreateContainer":
+					<-ctx.Done()
+					return status.FromContextError(ctx.Err()).Err()
+				case method == "Configure" && configured.Add(1) > 1:
+					return status.Error(codes.Unavailable, "the scenario keeps this plugin away after its first registration")
+				}
+				return nil
+			}))
 			pod := newPod("pod0", nil)
 			s.runPod(pod)
 			_, err := s.create(pod, newCtr("pod0", "ctr0"))
