@@ -244,7 +244,7 @@ func (r *Adaptation) Start() (err error) {
 	run := &running{cancel: cancel}
 	defer func() {
 		if err != nil {
-			r.stopRunning(run, nil)
+			r.stopRunning(run)
 		}
 	}()
 	srv, ep, err := r.newServer(ctx, cfg, from)
@@ -298,7 +298,7 @@ func (r *Adaptation) Start() (err error) {
 		if err := ep.serve(ctx, &run.wg); err != nil {
 			return err
 		}
-		ep.launch(ctx, run.sup)
+		ep.n.Launch(ctx, run.sup) // gRPC plugins of [launch]
 	}
 	r.srv, r.running = srv, run
 	r.log.Info("NRI started", "classic_socket", r.classicSocket(), "grpc", ep.describe())
@@ -337,7 +337,7 @@ func (r *Adaptation) Stop() {
 	if r.running == nil {
 		return
 	}
-	r.stopRunning(r.running, r.srv)
+	r.stopRunning(r.running)
 	r.running, r.srv = nil, nil
 	r.log.Info("NRI stopped")
 }
@@ -346,9 +346,8 @@ func (r *Adaptation) Stop() {
 // gRPC endpoints' graceful stop.
 const stopTimeout = 10 * time.Second
 
-// stopRunning stops what run holds; srv is the server to shut down (nil when
-// Start failed before it was published: run.grpc holds it then).
-func (r *Adaptation) stopRunning(run *running, srv *server.Server) {
+// stopRunning stops what run holds (all of it or what Start got to).
+func (r *Adaptation) stopRunning(run *running) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	run.stopping.Store(true)
@@ -356,9 +355,7 @@ func (r *Adaptation) stopRunning(run *running, srv *server.Server) {
 		_ = run.classic.Close()
 	}
 	if run.grpc != nil {
-		run.grpc.stop(ctx)
-	} else if srv != nil {
-		_ = srv.Shutdown(ctx)
+		run.grpc.stop(ctx) // the node: the server's Shutdown and the endpoints
 	}
 	for _, h := range run.builtins {
 		h.Close()
@@ -400,23 +397,15 @@ func (r *Adaptation) Resync(ctx context.Context) error {
 // runtime's to use (nri-grpc's extension of upstream's API).
 func (r *Adaptation) Server() *server.Server { return r.server() }
 
-// PluginSyncBlock is what BlockPluginSync returns.
-type PluginSyncBlock struct {
-	once sync.Once
-}
+// PluginSyncBlock is what BlockPluginSync returns: it holds nothing.
+type PluginSyncBlock struct{}
 
 // BlockPluginSync is upstream's means of keeping plugins from being
 // synchronized while the runtime changes its state between two events. The
 // server synchronizes plugins from its own record of the events it relayed,
 // which changes only with those events, so there is nothing to hold back:
 // the block is granted at once and holds nothing.
-func (r *Adaptation) BlockPluginSync() *PluginSyncBlock {
-	return &PluginSyncBlock{}
-}
+func (r *Adaptation) BlockPluginSync() *PluginSyncBlock { return &PluginSyncBlock{} }
 
 // Unblock releases the block; safe to call more than once, and on nil.
-func (b *PluginSyncBlock) Unblock() {
-	if b != nil {
-		b.once.Do(func() {})
-	}
-}
+func (b *PluginSyncBlock) Unblock() {}

@@ -213,7 +213,7 @@ func (r *Adaptation) UpdateContainer(ctx context.Context, req *UpdateContainerRe
 	if srv == nil {
 		return &UpdateContainerResponse{Update: []*ContainerUpdate{nil}}, nil
 	}
-	in, _, err := toServer[nriv1beta1.UpdateContainerRequest](req)
+	in, raw, err := toServer[nriv1beta1.UpdateContainerRequest](req)
 	if err != nil {
 		return nil, err
 	}
@@ -221,9 +221,9 @@ func (r *Adaptation) UpdateContainer(ctx context.Context, req *UpdateContainerRe
 		in.LinuxResources = &nriv1beta1.LinuxResources{}
 	}
 	requested := in.LinuxResources.CloneVT()
-	// Not handed over encoded: the server reshapes the request (empty
-	// memory and CPU messages) before plugins see it.
-	rsp, err := srv.UpdateContainer(ctx, in)
+	// Not handed over encoded (the server reshapes the request: empty
+	// memory and CPU messages), but checked as the runtime's input.
+	rsp, err := srv.UpdateContainer(ctx, in, server.Received(raw))
 	if err != nil {
 		return nil, asUpstream("UpdateContainer", err)
 	}

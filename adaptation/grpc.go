@@ -8,10 +8,8 @@ import (
 	"sync"
 
 	"github.com/nri-grpc/nri-grpc/config"
-	"github.com/nri-grpc/nri-grpc/internal/sockets"
 	"github.com/nri-grpc/nri-grpc/node"
 	"github.com/nri-grpc/nri-grpc/server"
-	"github.com/nri-grpc/nri-grpc/supervisor"
 )
 
 // loadConfig reads nri-grpc's configuration: the file WithConfigFile named,
@@ -63,14 +61,7 @@ func (r *Adaptation) newServer(ctx context.Context, cfg *config.Config, from str
 	if err != nil {
 		return nil, nil, fmt.Errorf("nri-grpc: %w", err)
 	}
-	// The [[plugin]] entries' selectors: a required plugin that is absent
-	// is required only for what it would select (nrid does the same, after
-	// its restart gate's).
-	for full, sels := range n.Policy().Selectors() {
-		if err := n.Server().RememberSelectors(full, sels); err != nil {
-			r.log.Warn("ignoring the configured selectors of a plugin", "plugin", full, "error", err)
-		}
-	}
+	n.RememberSelectors()
 	return n.Server(), &endpoints{n: n, cfgFrom: from}, nil
 }
 
@@ -99,19 +90,6 @@ func (e *endpoints) serve(ctx context.Context, wg *sync.WaitGroup) error {
 	e.n.SetServing(true)
 	e.serving = true
 	return nil
-}
-
-// launch starts the gRPC plugins of [launch] plugin_dir, if configured.
-func (e *endpoints) launch(ctx context.Context, sup *supervisor.Supervisor) {
-	cfg := e.n.Config()
-	if cfg.Launch.PluginDir == "" {
-		return
-	}
-	if err := e.n.Server().Launch(ctx, sup, server.LaunchConfig{
-		PluginDir: cfg.Launch.PluginDir, ConfigDir: cfg.Launch.ConfigDir, ServerAddress: sockets.Target(cfg.Server.Socket),
-	}); err != nil {
-		e.n.Logger().Warn("launching gRPC plugins", "dir", cfg.Launch.PluginDir, "error", err)
-	}
 }
 
 // stop stops the node: plugins are shut down, the endpoints close.

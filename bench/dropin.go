@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	api "github.com/containerd/nri/pkg/api"
 )
 
 // The dropin scenario: the pkg/adaptation drop-in
@@ -199,29 +196,9 @@ func (b *bencher) dropinCreate(impl, side string, grpcPlugins bool, k, run int) 
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	for _, m := range modes {
-		n := b.sz.dropin[k]
-		warm := warmOf(n)
-		base := b.pods(n + warm)
-		reqs := make([]*api.CreateContainerRequest, n+warm)
-		for i := range reqs {
-			pod, ctr := podContainer(base + i)
-			reqs[i] = &api.CreateContainerRequest{Pod: alphaPod(pod), Container: alphaCtr(ctr)}
-		}
-		w, err := measure(rt.plugins, e.windowProfile(m.name), n, warm, m.workers, func(i int) error {
-			rsp, err := rt.nri.CreateContainer(ctx, reqs[i])
-			if err != nil {
-				return err
-			}
-			return checkAdjusted(k, rsp.GetAdjust().GetAnnotations())
-		})
-		if err != nil {
-			return err
-		}
-		b.res.window(key{scDropin, createConfig(k, m.name), side}, w)
-	}
-	return nil
+	return b.createWindows(e, rt.plugins, k, b.sz.dropin[k], rt.nri.CreateContainer, func(mode string, w window) {
+		b.res.window(key{scDropin, createConfig(k, mode), side}, w)
+	})
 }
 
 // dropinMemConfig is the memory rows' configuration.

@@ -130,6 +130,36 @@ func checkAdjusted(k int, annotations map[string]string) error {
 	return nil
 }
 
+// createWindows measures CreateContainer through create (pkg/adaptation's
+// method: upstream's or the drop-in's) in every mode, n calls a window
+// after the warm-up, each answer carrying the adjustment of the k plugins;
+// record gets each mode's window.
+func (b *bencher) createWindows(e *env, plugins procs, k, n int,
+	create func(context.Context, *api.CreateContainerRequest) (*api.CreateContainerResponse, error), record func(mode string, w window)) error {
+	ctx := context.Background()
+	for _, m := range modes {
+		warm := warmOf(n)
+		base := b.pods(n + warm)
+		reqs := make([]*api.CreateContainerRequest, n+warm)
+		for i := range reqs {
+			pod, ctr := podContainer(base + i)
+			reqs[i] = &api.CreateContainerRequest{Pod: alphaPod(pod), Container: alphaCtr(ctr)}
+		}
+		w, err := measure(plugins, e.windowProfile(m.name), n, warm, m.workers, func(i int) error {
+			rsp, err := create(ctx, reqs[i])
+			if err != nil {
+				return err
+			}
+			return checkAdjusted(k, rsp.GetAdjust().GetAnnotations())
+		})
+		if err != nil {
+			return err
+		}
+		record(m.name, w)
+	}
+	return nil
+}
+
 func (b *bencher) createClassic(k, run int) error {
 	e, err := b.env(fmt.Sprintf("create-K%d-classic", k), run)
 	if err != nil {
@@ -144,29 +174,9 @@ func (b *bencher) createClassic(k, run int) error {
 	if err := rt.addPlugins(k, maskCreate); err != nil {
 		return err
 	}
-	ctx := context.Background()
-	for _, m := range modes {
-		n := b.sz.createSeq[k]
-		warm := warmOf(n)
-		base := b.pods(n + warm)
-		reqs := make([]*api.CreateContainerRequest, n+warm)
-		for i := range reqs {
-			pod, ctr := podContainer(base + i)
-			reqs[i] = &api.CreateContainerRequest{Pod: alphaPod(pod), Container: alphaCtr(ctr)}
-		}
-		w, err := measure(rt.plugins, e.windowProfile(m.name), n, warm, m.workers, func(i int) error {
-			rsp, err := rt.a.CreateContainer(ctx, reqs[i])
-			if err != nil {
-				return err
-			}
-			return checkAdjusted(k, rsp.GetAdjust().GetAnnotations())
-		})
-		if err != nil {
-			return err
-		}
-		b.res.window(key{scCreate, fmt.Sprintf("K=%d %s", k, m.name), sideClassic}, w)
-	}
-	return nil
+	return b.createWindows(e, rt.plugins, k, b.sz.createSeq[k], rt.a.CreateContainer, func(mode string, w window) {
+		b.res.window(key{scCreate, fmt.Sprintf("K=%d %s", k, mode), sideClassic}, w)
+	})
 }
 
 func (b *bencher) createGRPC(k, run int) error {

@@ -120,8 +120,12 @@ func callRemote[Req, Rsp proto.Message](ctx context.Context, cc PluginConn, m rp
 // req (callLocal).
 func callEncoded[Req, Rsp proto.Message](ctx context.Context, c *conn, m rpc[Req, Rsp], req Req, raw []byte) (Rsp, error) {
 	rsp := m.newRsp()
-	ok, err := invokeEncoded(ctx, c.enc, m.method, raw, rsp)
-	if !ok {
+	taken := true
+	err := inProcess(ctx, func() (err error) {
+		taken, err = c.enc.InvokeEncoded(ctx, m.method, raw, rsp)
+		return err
+	})
+	if !taken {
 		return callLocal(ctx, c.impl, m, req)
 	}
 	if err != nil {
@@ -131,44 +135,11 @@ func callEncoded[Req, Rsp proto.Message](ctx context.Context, c *conn, m rpc[Req
 	return rsp, nil
 }
 
-// invokeEncoded calls enc as gRPC would: a panic and a plain error become
-// statuses.
-func invokeEncoded(ctx context.Context, enc EncodedPlugin, method string, raw []byte, rsp proto.Message) (ok bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			ok, err = true, status.Errorf(codes.Internal, "in-process plugin panicked: %v", r)
-		}
-	}()
-	if err := ctx.Err(); err != nil {
-		return true, status.FromContextError(err).Err()
-	}
-	ok, err = enc.InvokeEncoded(ctx, method, raw, rsp)
-	if err != nil {
-		if _, isStatus := status.FromError(err); !isStatus {
-			err = status.Error(codes.Unknown, err.Error())
-		}
-	}
-	return ok, err
-}
-
-// callLocal calls an in-process plugin as gRPC would: a panic and a plain
-// error become statuses, a nil answer an empty one.
-func callLocal[Req, Rsp proto.Message](ctx context.Context, impl nriv1beta1.PluginServiceServer, m rpc[Req, Rsp], req Req) (rsp Rsp, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			var zero Rsp
-			rsp, err = zero, status.Errorf(codes.Internal, "in-process plugin panicked: %v", r)
-		}
-	}()
-	if err := ctx.Err(); err != nil {
-		var zero Rsp
-		return zero, status.FromContextError(err).Err()
-	}
-	rsp, err = m.local(impl, ctx, req)
-	if err != nil {
-		if _, ok := status.FromError(err); !ok {
-			err = status.Error(codes.Unknown, err.Error())
-		}
+// callLocal calls an in-process plugin as gRPC would (inProcess), a nil
+// answer being an empty one.
+func callLocal[Req, Rsp proto.Message](ctx context.Context, impl nriv1beta1.PluginServiceServer, m rpc[Req, Rsp], req Req) (Rsp, error) {
+	var rsp Rsp
+	if err := inProcess(ctx, func() (err error) { rsp, err = m.local(impl, ctx, req); return err }); err != nil {
 		var zero Rsp
 		return zero, err
 	}
@@ -176,4 +147,24 @@ func callLocal[Req, Rsp proto.Message](ctx context.Context, impl nriv1beta1.Plug
 		return m.newRsp(), nil
 	}
 	return rsp, nil
+}
+
+// inProcess runs call, a call of an in-process plugin, as gRPC would: not
+// at all once ctx ended, and a panic and a plain error become statuses.
+func inProcess(ctx context.Context, call func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Errorf(codes.Internal, "in-process plugin panicked: %v", r)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	if err := call(); err != nil {
+		if _, ok := status.FromError(err); !ok {
+			return status.Error(codes.Unknown, err.Error())
+		}
+		return err
+	}
+	return nil
 }

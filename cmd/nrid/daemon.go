@@ -152,13 +152,7 @@ func rosterNames(entries []rosterEntry) []string {
 // launch starts the plugins nrid launches itself (launch.plugin_dir) and
 // the classic ones of bridge.classic_plugin_dir.
 func (d *daemon) launch(ctx context.Context, sup *supervisor.Supervisor, ps *bridge.PluginSide) {
-	if dir := d.cfg.Launch.PluginDir; dir != "" {
-		if err := d.srv.Launch(ctx, sup, server.LaunchConfig{
-			PluginDir: dir, ConfigDir: d.cfg.Launch.ConfigDir, ServerAddress: sockets.Target(d.cfg.Server.Socket),
-		}); err != nil {
-			d.log.Warn("launching plugins", "dir", dir, "error", err)
-		}
-	}
+	d.n.Launch(ctx, sup)
 	if dir := d.cfg.Bridge.ClassicPluginDir; dir != "" && ps != nil {
 		if err := ps.Launch(ctx, sup, dir, d.cfg.Bridge.ClassicConfigDir); err != nil {
 			d.log.Warn("launching classic plugins", "dir", dir, "error", err)

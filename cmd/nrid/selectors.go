@@ -43,20 +43,15 @@ func fromRoster(sels []rosterSelector) []*nriv1beta1.EventSelector {
 // (RequireUntilRegistered) and the operator's required plugins apply only
 // to what it selected. Entries without selectors (everything) and invalid
 // ones (logged; the file is nrid's own, but not trusted blindly) are left
-// out: an unknown plugin is required for everything. The selectors of the
-// [[plugin]] entries (configured) come after, and so win.
-func rememberSelectors(srv *server.Server, gate []rosterEntry, configured map[string][]*nriv1beta1.EventSelector, log *slog.Logger) {
+// out: an unknown plugin is required for everything. The [[plugin]]
+// entries' selectors (node.RememberSelectors) come after, and so win.
+func rememberSelectors(srv *server.Server, gate []rosterEntry, log *slog.Logger) {
 	for _, e := range gate {
 		if len(e.Selectors) == 0 {
 			continue
 		}
 		if err := srv.RememberSelectors(e.Plugin, fromRoster(e.Selectors)); err != nil {
 			log.Warn("restart gate: ignoring the remembered selectors of a plugin", "plugin", e.Plugin, "error", err)
-		}
-	}
-	for full, sels := range configured {
-		if err := srv.RememberSelectors(full, sels); err != nil {
-			log.Warn("ignoring the configured selectors of a plugin", "plugin", full, "error", err)
 		}
 	}
 }

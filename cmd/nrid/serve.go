@@ -128,7 +128,8 @@ func (s *serving) loadGate() {
 			s.gate = nil
 		}
 	}
-	rememberSelectors(d.srv, s.gate, d.policy.Selectors(), d.log)
+	rememberSelectors(d.srv, s.gate, d.log)
+	d.n.RememberSelectors() // after the gate's: the configuration's win
 	s.grace = d.cfg.Server.RestartGrace.D()
 	s.gated = len(s.gate) > 0 && s.grace > 0
 	if s.gated {
