@@ -295,7 +295,7 @@ check: lint breaking generate ## lint + breaking + verify committed generated co
 # The suites of `make test`, in order. Each writes its counts into
 # REPORT_DIR through testsum (tools/testsum); `make test` runs every suite even
 # after one failed, then prints one table and fails if any suite failed.
-TEST_SUITES := go-test python-test ts-test rust-test sdk-conformance nritest e2e
+TEST_SUITES := go-test python-test ts-test rust-test sdk-conformance nritest e2e k8s-e2e
 REPORT_DIR ?= $(CURDIR)/.tmp/test-report
 
 .PHONY: test
@@ -573,8 +573,26 @@ e2e: $(TESTSUM) ## End-to-end scenarios against containerd v2.4.2 + runc (root; 
 	  echo "needs root (containerd and runc); CI runs it as root" > $(REPORT_DIR)/e2e.note
 	  exit 0
 	fi
-	NRI_E2E_DIR=$(E2E_DIR) $(GO) test -json -tags e2e -count=1 -timeout 30m -v $(E2E_FLAGS) ./test/e2e/ 2>&1 | \
+	NRI_E2E_DIR=$(E2E_DIR) $(GO) test -json -tags e2e -count=1 -timeout 30m -v -skip '^TestKubernetes$$' $(E2E_FLAGS) ./test/e2e/ 2>&1 | \
 	  $(TESTSUM) go -suite e2e -dir $(REPORT_DIR)
+
+# make k8s-e2e: the single-node Kubernetes suite (TestKubernetes in
+# test/e2e, k8s_*_test.go): etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubelet built from the Go module proxy into
+# $(E2E_DIR)/cache once (test/e2e/kubernetes-build.sh, about 12 minutes
+# cold), containerd with CNI, nrid's and the example plugin's images (make
+# image, make plugin-image) installed with their Helm charts. Root.
+.PHONY: k8s-e2e
+k8s-e2e: $(TESTSUM) $(HELM) ## Single-node Kubernetes suite: charts installed through a real API server, selectors, rollout restart, Prometheus (root; test/e2e)
+	@mkdir -p $(REPORT_DIR)
+	if [[ $$(id -u) != 0 ]]; then
+	  echo "k8s-e2e: skipped: a kubelet, containerd and runc need root (CI runs as root)"
+	  echo "needs root (kubelet, containerd, runc); CI runs it as root" > $(REPORT_DIR)/k8s-e2e.note
+	  exit 0
+	fi
+	NRI_E2E_DIR=$(E2E_DIR) HELM=$(abspath $(HELM)) NRI_K8S_REPORT=$(abspath $(REPORT_DIR))/k8s-e2e.steps \
+	  $(GO) test -json -tags e2e -count=1 -timeout 40m -v -run '^TestKubernetes$$' $(E2E_FLAGS) ./test/e2e/ 2>&1 | \
+	  $(TESTSUM) go -suite k8s-e2e -dir $(REPORT_DIR)
 
 .PHONY: e2e-bench
 e2e-bench: ## Pod+container create-to-running: classic plugin on containerd vs nrid + gRPC plugin
