@@ -646,6 +646,73 @@ image: ## Build the image IMAGE:IMAGE_TAG with buildah, no registry: static nrid
 image-test: image ## Build the image, then run it: versions, its nrid.toml, nrid pre-launching the example plugins, nrictl plugins and simulate
 	@IMAGE='$(IMAGE)' IMAGE_TAG='$(IMAGE_TAG)' GO='$(GO)' bash deploy/image.sh test
 
+##@ Release
+
+# make release: the binary archives of this checkout (docs/RELEASING.md,
+# "Binaries"). For each of RELEASE_ARCHES, static nrid, nrictl and nritest
+# (CGO_ENABLED=0, -trimpath, stripped, stamped with the version `git
+# describe` gives, the commit and the dirty flag) with LICENSE, README.md and
+# CHANGELOG.md in nri-grpc_VERSION_linux_ARCH.tar.gz (reproducible: sorted,
+# root-owned, modes 755 and 644, dated at the commit), a CycloneDX 1.5 SBOM of each archive
+# (internal/tools/release sbom: every module of every binary, from its build
+# information), and SHA256SUMS, in .tmp/release/VERSION/. Then it checks its
+# output: each binary a static ELF of its machine (debug/elf), runnable ones
+# print the version, each SBOM lists exactly the modules `go version -m`
+# lists, the archives hold what they should, and `sha256sum -c SHA256SUMS`.
+RELEASE_ARCHES ?= amd64 arm64
+RELEASE_CMDS := nrid nrictl nritest
+RELEASE_P ?= 2
+RELEASE_VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+RELEASE_TOOL := $(CURDIR)/.tmp/release/tool/release
+GOARCH_HOST = $(shell $(GO) env GOARCH)
+
+.PHONY: release
+release: ## Static nrid, nrictl, nritest for linux/amd64 and arm64: archives, SBOMs and SHA256SUMS in .tmp/release/VERSION, checked
+	@version='$(RELEASE_VERSION)'
+	dir=$(CURDIR)/.tmp/release/$$version
+	work=$(CURDIR)/.tmp/release/work
+	rm -rf $$dir $$work
+	mkdir -p $$dir $$work $(dir $(RELEASE_TOOL))
+	for f in LICENSE README.md CHANGELOG.md; do test -f $$f || { echo "release: $$f is missing" >&2; exit 1; }; done
+	$(GO) build -o $(RELEASE_TOOL) ./internal/tools/release
+	commit="$$(git rev-parse HEAD 2>/dev/null || true)"
+	when="$$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)"
+	ldflags="-s -w -X $(VERSION_PKG).stampVersion=$$version"
+	if [[ -n "$$commit" ]]; then ldflags+=" -X $(VERSION_PKG).stampCommit=$$commit -X $(VERSION_PKG).stampModified=$(GIT_DIRTY)"; fi
+	echo "release: $$version ($${commit:-no commit}), $(RELEASE_ARCHES)"
+	for arch in $(RELEASE_ARCHES); do
+	  name=nri-grpc_$${version}_linux_$$arch
+	  stage=$$work/$$name
+	  mkdir -p $$stage
+	  echo "+ go build ($$arch): $(RELEASE_CMDS)"
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -p $(RELEASE_P) -buildvcs=auto -trimpath \
+	    -ldflags "$$ldflags" -o $$stage/ $(addprefix ./cmd/,$(RELEASE_CMDS))
+	  cp LICENSE README.md CHANGELOG.md $$stage/
+	  bins="$(addprefix $$stage/,$(RELEASE_CMDS))"
+	  $(RELEASE_TOOL) check-elf -arch $$arch $$bins
+	  if [[ $$arch == $(GOARCH_HOST) ]]; then
+	    for b in $$bins; do
+	      out="$$($$b --version)"
+	      grep -qF "$$version" <<<"$$out" || { echo "release: $$b --version does not say $$version:" >&2; echo "$$out" >&2; exit 1; }
+	    done
+	    echo "release: $(RELEASE_CMDS) --version: $$version"
+	  fi
+	  $(RELEASE_TOOL) sbom -o $$dir/$$name.sbom.cdx.json -version "$$version" -time "$$when" $$bins
+	  $(GO) version -m $$bins > $$work/$$name.gomod.txt
+	  $(RELEASE_TOOL) check-sbom -sbom $$dir/$$name.sbom.cdx.json -gomod $$work/$$name.gomod.txt $$bins
+	  tar -C $$work --sort=name --owner=0 --group=0 --numeric-owner --mode=u=rwX,go=rX --mtime="$$when" -cf - $$name | gzip -9n > $$dir/$$name.tar.gz
+	  want="$$(printf '%s\n' $$name/ $(addprefix $$name/,$(RELEASE_CMDS) LICENSE README.md CHANGELOG.md) | sort)"
+	  got="$$(tar -tzf $$dir/$$name.tar.gz | sort)"
+	  [[ "$$got" == "$$want" ]] || { echo "release: $$name.tar.gz holds:" >&2; echo "$$got" >&2; exit 1; }
+	  cmp -s LICENSE <(tar -xzOf $$dir/$$name.tar.gz $$name/LICENSE) || { echo "release: $$name.tar.gz: LICENSE differs" >&2; exit 1; }
+	done
+	cd $$dir
+	sha256sum -- *.tar.gz *.sbom.cdx.json > SHA256SUMS
+	sha256sum --quiet -c SHA256SUMS
+	rm -rf $$work
+	echo "release: ok: $$dir"
+	ls -l $$dir | tail -n +2
+
 ##@ CI
 
 .PHONY: ci
