@@ -7,10 +7,15 @@ import (
 	"fmt"
 )
 
-// machines are the ELF machines of the GOARCHes we release.
-var machines = map[string]elf.Machine{
-	"amd64": elf.EM_X86_64,
-	"arm64": elf.EM_AARCH64,
+// machine is the ELF machine of a GOARCH we release, false for another.
+func machine(goarch string) (elf.Machine, bool) {
+	switch goarch {
+	case "amd64":
+		return elf.EM_X86_64, true
+	case "arm64":
+		return elf.EM_AARCH64, true
+	}
+	return 0, false
 }
 
 // checkELF checks that the file at path is a static 64-bit little-endian
@@ -18,7 +23,7 @@ var machines = map[string]elf.Machine{
 // archive promises (it runs on any Linux of that architecture, whatever its
 // libc).
 func checkELF(path, arch string) error {
-	want, ok := machines[arch]
+	want, ok := machine(arch)
 	if !ok {
 		return fmt.Errorf("%s: GOARCH %q is not one we release", path, arch)
 	}
@@ -26,7 +31,7 @@ func checkELF(path, arch string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{path}, args...)...))

@@ -39,73 +39,72 @@ const usage = `usage:
   release check-elf -arch GOARCH BINARY...
 `
 
+// errUsage is a command line run cannot take: the usage, exit code 2.
+var errUsage = errors.New("usage")
+
 // run is the command with its arguments (without the program name): the
 // exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 1 {
-		fmt.Fprint(stderr, usage)
+	msg, err := dispatch(args, stderr)
+	switch {
+	case errors.Is(err, errUsage):
+		_, _ = io.WriteString(stderr, usage)
 		return 2
+	case err != nil:
+		_, _ = fmt.Fprintf(stderr, "release %s: %v\n", args[0], err)
+		return 1
+	}
+	_, _ = io.WriteString(stdout, msg+"\n")
+	return 0
+}
+
+// dispatch runs the mode args[0] with its flags: what to print when it
+// succeeded, or why it failed (errUsage for a bad command line; the flag
+// package has written its own complaint to stderr).
+func dispatch(args []string, stderr io.Writer) (string, error) {
+	if len(args) < 1 {
+		return "", errUsage
 	}
 	mode, args := args[0], args[1:]
 	fs := flag.NewFlagSet("release "+mode, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var err error
 	switch mode {
 	case "sbom":
 		out := fs.String("o", "", "the SBOM file to write")
 		version := fs.String("version", "", "the release version (git describe)")
 		when := fs.String("time", "", "the SBOM's timestamp, RFC 3339 (default: now)")
-		if fs.Parse(args) != nil {
-			return 2
+		if fs.Parse(args) != nil || *out == "" || *version == "" || fs.NArg() == 0 {
+			return "", errUsage
 		}
-		if *out == "" || *version == "" || fs.NArg() == 0 {
-			fmt.Fprint(stderr, usage)
-			return 2
+		if err := writeSBOM(*out, *version, *when, fs.Args()); err != nil {
+			return "", err
 		}
-		err = writeSBOM(*out, *version, *when, fs.Args())
-		if err == nil {
-			fmt.Fprintf(stdout, "release: %s: SBOM of %d binaries\n", *out, fs.NArg())
-		}
+		return fmt.Sprintf("release: %s: SBOM of %d binaries", *out, fs.NArg()), nil
 	case "check-sbom":
 		file := fs.String("sbom", "", "the SBOM file to check")
 		gomod := fs.String("gomod", "", "the output of `go version -m` for the binaries")
-		if fs.Parse(args) != nil {
-			return 2
+		if fs.Parse(args) != nil || *file == "" || *gomod == "" || fs.NArg() == 0 {
+			return "", errUsage
 		}
-		if *file == "" || *gomod == "" || fs.NArg() == 0 {
-			fmt.Fprint(stderr, usage)
-			return 2
+		if err := checkSBOMFiles(*file, *gomod, fs.Args()); err != nil {
+			return "", err
 		}
-		err = checkSBOMFiles(*file, *gomod, fs.Args())
-		if err == nil {
-			fmt.Fprintf(stdout, "release: %s: ok (the modules of go version -m, %d binaries)\n", *file, fs.NArg())
-		}
+		return fmt.Sprintf("release: %s: ok (the modules of go version -m, %d binaries)", *file, fs.NArg()), nil
 	case "check-elf":
 		arch := fs.String("arch", "", "the GOARCH the binaries must be for (amd64, arm64)")
-		if fs.Parse(args) != nil {
-			return 2
-		}
-		if *arch == "" || fs.NArg() == 0 {
-			fmt.Fprint(stderr, usage)
-			return 2
+		if fs.Parse(args) != nil || *arch == "" || fs.NArg() == 0 {
+			return "", errUsage
 		}
 		var errs []error
 		for _, bin := range fs.Args() {
 			errs = append(errs, checkELF(bin, *arch))
 		}
-		err = errors.Join(errs...)
-		if err == nil {
-			fmt.Fprintf(stdout, "release: %d binaries: static ELF, linux/%s\n", fs.NArg(), *arch)
+		if err := errors.Join(errs...); err != nil {
+			return "", err
 		}
-	default:
-		fmt.Fprint(stderr, usage)
-		return 2
+		return fmt.Sprintf("release: %d binaries: static ELF, linux/%s", fs.NArg(), *arch), nil
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "release %s: %v\n", mode, err)
-		return 1
-	}
-	return 0
+	return "", errUsage
 }
 
 // writeSBOM writes the SBOM of bins to out (see sbom).
@@ -146,7 +145,7 @@ func checkSBOMFiles(file, gomod string, bins []string) error {
 	if err != nil {
 		return fmt.Errorf("read the go version -m output: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	listed, err := ParseGoVersionM(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", gomod, err)
