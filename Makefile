@@ -461,15 +461,34 @@ sdk-conformance: sdk-conformance-build $(TESTSUM) ## The conformance scenarios t
 	$(GO) test -json -count=1 -timeout 1800s -parallel $(SDK_CONFORMANCE_PARALLEL) -run '^TestSDKConformance$$' ./test/conformance/ 2>&1 \
 	  | $(TESTSUM) go -suite sdk-conformance -dir $(REPORT_DIR)
 
+# Checks every package target makes (CI's package stage): the package's own
+# copy of LICENSE is the repository's, byte for byte, and its README, which
+# the registries (PyPI, npm, crates.io) show out of the repository's context,
+# has no relative link. same_license FILE...: each FILE is LICENSE.
+# no_relative_links README: each link target (inline, reference-style, HTML
+# href/src) has a scheme (https:, mailto:) or is an anchor (#...).
+same_license = for f in $(1); do cmp -s LICENSE "$$f" || { echo "$$f is not the repository's LICENSE (cp LICENSE $$f)" >&2; exit 1; }; done
+no_relative_links = rel="$$(grep -noE '\]\([^)]*\)|^ {0,3}\[[^]]+\]: *[^ ]+|(href|src)="[^"]*"' $(1) | grep -vE '(\]\(|\]: *|=")([a-zA-Z][a-zA-Z0-9+.-]*:|\#)' || true)"; \
+  if [[ -n "$$rel" ]]; then echo "$(1): relative links (they break on the registry's page; link https://github.com/nri-grpc/nri-grpc/blob/main/...):" >&2; echo "$$rel" >&2; exit 1; fi; \
+  echo "$(1): no relative link"
+
 # cargo package: the crate as crates.io would get it, verified by building
 # it alone from the .crate's contents (target/package/nri-grpc-VERSION),
 # with the versions of Cargo.lock; the dependencies' builds in target/ are
 # reused. --allow-dirty: it checks the working tree as it is (CI's is a fresh
 # clone); `cargo publish` itself still refuses uncommitted changes.
 .PHONY: package-rust
-package-rust: ## Rust SDK: cargo package, verified (the packaged crate builds alone, from its own files)
-	@cd $(RUST_DIR)
+package-rust: ## Rust SDK: cargo package, verified (the packaged crate builds alone, from its own files); LICENSE in it, README without relative links
+	@$(call same_license,$(RUST_DIR)/LICENSE)
+	$(call no_relative_links,$(RUST_DIR)/README.md)
+	cd $(RUST_DIR)
+	files="$$($(CARGO) package --locked --allow-dirty -p nri-grpc --list)"
+	grep -qx LICENSE <<<"$$files" || { echo "package-rust: cargo package --list has no LICENSE:" >&2; echo "$$files" >&2; exit 1; }
 	$(CARGO) package --locked --allow-dirty -p nri-grpc
+	version="$$(sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n1)"
+	crate=target/package/nri-grpc-$$version.crate
+	cmp -s $(CURDIR)/LICENSE <(tar -xzOf $$crate nri-grpc-$$version/LICENSE) || { echo "package-rust: $$crate: no LICENSE, or not the repository's" >&2; exit 1; }
+	echo "package-rust: $$crate: ok (LICENSE included)"
 
 # Packages of the SDKs, in .tmp/dist, each checked (`make package`; CI's
 # package stage). Python: the wheel (pip wheel with the venv's pinned
@@ -495,6 +514,30 @@ package-python: $(PY_STAMP) ## Build the Python SDK's wheel into .tmp/dist/pytho
 	$(DIST)/python/venv/bin/pip install --quiet --disable-pip-version-check --no-deps "$$whl"
 	$(DIST)/python/venv/bin/pip check --disable-pip-version-check
 	cd $(DIST)/python && venv/bin/python -I $(CURDIR)/$(PY_DIR)/tools/check_wheel.py "$$whl"
+	cd $(CURDIR)
+	# The LICENSE in the wheel (PEP 639: dist-info/licenses/) and in the
+	# sdist (built by the venv's setuptools, no isolation, no download).
+	$(call same_license,$(PY_DIR)/LICENSE)
+	$(call no_relative_links,$(PY_DIR)/README.md)
+	(cd $(PY_DIR) && $(CURDIR)/$(PY_VENV)/bin/python -c 'import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])' $(DIST)/python) >/dev/null
+	rm -rf $(PY_DIR)/src/*.egg-info
+	sdist="$$(echo $(DIST)/python/nri_grpc-*.tar.gz)"
+	echo "package-python: $$sdist"
+	# (No indented Python here: make strips a recipe line's leading blanks.)
+	$(PY_VENV)/bin/python - "$$whl" "$$sdist" LICENSE <<'EOF'
+	import sys, tarfile, zipfile
+	whl, sdist, lic = sys.argv[1:]
+	want = open(lic, "rb").read()
+	z = zipfile.ZipFile(whl)
+	got = [n for n in z.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+	meta = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+	ok = len(got) == 1 and z.read(got[0]) == want and b"License-File: LICENSE" in z.read(meta[0])
+	t = tarfile.open(sdist)
+	root = t.getnames()[0].split("/")[0]
+	ok = ok and root + "/LICENSE" in t.getnames() and t.extractfile(root + "/LICENSE").read() == want
+	sys.exit(0 if ok else f"package-python: the wheel ({got}) or the sdist ({sdist}) lacks the repository's LICENSE")
+	EOF
+	echo "package-python: LICENSE in the wheel and the sdist"
 
 .PHONY: package-ts
 package-ts: $(TS_STAMP) ## npm pack the TypeScript SDK into .tmp/dist/typescript; check the tarball's files, install and types
@@ -504,6 +547,10 @@ package-ts: $(TS_STAMP) ## npm pack the TypeScript SDK into .tmp/dist/typescript
 	tgz="$$(echo $(DIST)/typescript/*.tgz)"
 	echo "package-ts: $$tgz"
 	node $(TS_DIR)/tools/check-pack.mjs "$$tgz" $(DIST)/typescript/consumer
+	$(call same_license,$(TS_DIR)/LICENSE)
+	$(call no_relative_links,$(TS_DIR)/README.md)
+	cmp -s LICENSE <(tar -xzOf "$$tgz" package/LICENSE) || { echo "package-ts: $$tgz: no LICENSE, or not the repository's" >&2; exit 1; }
+	echo "package-ts: LICENSE in $$(basename $$tgz)"
 
 .PHONY: clients-test
 clients-test: python-test ts-test rust-test ## Python, TypeScript and Rust SDK tests against a real nrid
@@ -616,6 +663,73 @@ image: ## Build the image IMAGE:IMAGE_TAG with buildah, no registry: static nrid
 .PHONY: image-test
 image-test: image ## Build the image, then run it: versions, its nrid.toml, nrid pre-launching the example plugins, nrictl plugins and simulate
 	@IMAGE='$(IMAGE)' IMAGE_TAG='$(IMAGE_TAG)' GO='$(GO)' bash deploy/image.sh test
+
+##@ Release
+
+# make release: the binary archives of this checkout (docs/RELEASING.md,
+# "Binaries"). For each of RELEASE_ARCHES, static nrid, nrictl and nritest
+# (CGO_ENABLED=0, -trimpath, stripped, stamped with the version `git
+# describe` gives, the commit and the dirty flag) with LICENSE, README.md and
+# CHANGELOG.md in nri-grpc_VERSION_linux_ARCH.tar.gz (reproducible: sorted,
+# root-owned, modes 755 and 644, dated at the commit), a CycloneDX 1.5 SBOM of each archive
+# (internal/tools/release sbom: every module of every binary, from its build
+# information), and SHA256SUMS, in .tmp/release/VERSION/. Then it checks its
+# output: each binary a static ELF of its machine (debug/elf), runnable ones
+# print the version, each SBOM lists exactly the modules `go version -m`
+# lists, the archives hold what they should, and `sha256sum -c SHA256SUMS`.
+RELEASE_ARCHES ?= amd64 arm64
+RELEASE_CMDS := nrid nrictl nritest
+RELEASE_P ?= 2
+RELEASE_VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+RELEASE_TOOL := $(CURDIR)/.tmp/release/tool/release
+GOARCH_HOST = $(shell $(GO) env GOARCH)
+
+.PHONY: release
+release: ## Static nrid, nrictl, nritest for linux/amd64 and arm64: archives, SBOMs and SHA256SUMS in .tmp/release/VERSION, checked
+	@version='$(RELEASE_VERSION)'
+	dir=$(CURDIR)/.tmp/release/$$version
+	work=$(CURDIR)/.tmp/release/work
+	rm -rf $$dir $$work
+	mkdir -p $$dir $$work $(dir $(RELEASE_TOOL))
+	for f in LICENSE README.md CHANGELOG.md; do test -f $$f || { echo "release: $$f is missing" >&2; exit 1; }; done
+	$(GO) build -o $(RELEASE_TOOL) ./internal/tools/release
+	commit="$$(git rev-parse HEAD 2>/dev/null || true)"
+	when="$$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)"
+	ldflags="-s -w -X $(VERSION_PKG).stampVersion=$$version"
+	if [[ -n "$$commit" ]]; then ldflags+=" -X $(VERSION_PKG).stampCommit=$$commit -X $(VERSION_PKG).stampModified=$(GIT_DIRTY)"; fi
+	echo "release: $$version ($${commit:-no commit}), $(RELEASE_ARCHES)"
+	for arch in $(RELEASE_ARCHES); do
+	  name=nri-grpc_$${version}_linux_$$arch
+	  stage=$$work/$$name
+	  mkdir -p $$stage
+	  echo "+ go build ($$arch): $(RELEASE_CMDS)"
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -p $(RELEASE_P) -buildvcs=auto -trimpath \
+	    -ldflags "$$ldflags" -o $$stage/ $(addprefix ./cmd/,$(RELEASE_CMDS))
+	  cp LICENSE README.md CHANGELOG.md $$stage/
+	  bins="$(addprefix $$stage/,$(RELEASE_CMDS))"
+	  $(RELEASE_TOOL) check-elf -arch $$arch $$bins
+	  if [[ $$arch == $(GOARCH_HOST) ]]; then
+	    for b in $$bins; do
+	      out="$$($$b --version)"
+	      grep -qF "$$version" <<<"$$out" || { echo "release: $$b --version does not say $$version:" >&2; echo "$$out" >&2; exit 1; }
+	    done
+	    echo "release: $(RELEASE_CMDS) --version: $$version"
+	  fi
+	  $(RELEASE_TOOL) sbom -o $$dir/$$name.sbom.cdx.json -version "$$version" -time "$$when" $$bins
+	  $(GO) version -m $$bins > $$work/$$name.gomod.txt
+	  $(RELEASE_TOOL) check-sbom -sbom $$dir/$$name.sbom.cdx.json -gomod $$work/$$name.gomod.txt $$bins
+	  tar -C $$work --sort=name --owner=0 --group=0 --numeric-owner --mode=u=rwX,go=rX --mtime="$$when" -cf - $$name | gzip -9n > $$dir/$$name.tar.gz
+	  want="$$(printf '%s\n' $$name/ $(addprefix $$name/,$(RELEASE_CMDS) LICENSE README.md CHANGELOG.md) | sort)"
+	  got="$$(tar -tzf $$dir/$$name.tar.gz | sort)"
+	  [[ "$$got" == "$$want" ]] || { echo "release: $$name.tar.gz holds:" >&2; echo "$$got" >&2; exit 1; }
+	  cmp -s LICENSE <(tar -xzOf $$dir/$$name.tar.gz $$name/LICENSE) || { echo "release: $$name.tar.gz: LICENSE differs" >&2; exit 1; }
+	done
+	cd $$dir
+	sha256sum -- *.tar.gz *.sbom.cdx.json > SHA256SUMS
+	sha256sum --quiet -c SHA256SUMS
+	rm -rf $$work
+	echo "release: ok: $$dir"
+	ls -l $$dir | tail -n +2
 
 ##@ CI
 

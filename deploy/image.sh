@@ -226,6 +226,7 @@ test_image() {
   run /usr/local/bin/nrid --version | tee "$tdir/version.txt"
   run /usr/local/bin/nrictl --version | tee -a "$tdir/version.txt"
   expect "$tdir/version.txt" "nrid " "nrictl " "protocol  v1beta1"
+  cmp LICENSE "$(bh mount "$ctr")/usr/share/doc/nri-grpc/LICENSE" || die "the image's /usr/share/doc/nri-grpc/LICENSE is not the repository's LICENSE"
   run /usr/local/bin/nrid --config /etc/nri/nrid.toml --check | tee "$tdir/check.txt"
   expect "$tdir/check.txt" "configuration OK"
 

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	nriversion "github.com/nri-grpc/nri-grpc/internal/version"
 	"github.com/nri-grpc/nri-grpc/test/conformance"
 )
 
@@ -44,10 +44,11 @@ func (o *outFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.verbose, "v", false, "print every message of every check")
 }
 
-// version returns nritest's module version (go install: the tag).
+// version returns nritest's version: the release stamp (make release), else
+// the module version (go install: the tag), as nrid and nrictl report theirs.
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	if v := nriversion.Get().Version; v != "" {
+		return v
 	}
 	return "(devel)"
 }
