@@ -398,6 +398,8 @@ func TestNridChartRefuses(t *testing.T) {
 		{"plugin without a name", "plugins[0]: name is required", []string{"plugins[0].required=true"}},
 		{"ServiceMonitor without metrics", "needs metrics.enabled", []string{"metrics.enabled=false", "metrics.serviceMonitor.enabled=true"}},
 		{"a setting that is a table", "cannot be rendered", []string{"config.settings.server.x.y=1"}},
+		{"a setting the pod spec follows", "set config.stateDir instead", []string{"config.settings.server.state_dir=/x"}},
+		{"the metrics address as a setting", "set metrics.address and metrics.port", []string{"config.settings.observability.metrics_address=:1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, err := helmTemplate(t, "nri-grpc", "nrid", nil, tc.set...)

@@ -76,6 +76,14 @@ dicts, with config.settings merged over them.
 {{- if $c.requiredPlugins }}{{ $_ := set $validator "required_plugins" $c.requiredPlugins }}{{ end -}}
 {{- if .Values.tolerateMissingPluginsAnnotation }}{{ $_ := set $validator "tolerate_missing_plugins_annotation" .Values.tolerateMissingPluginsAnnotation }}{{ end -}}
 {{- $cfg := dict "server" $server "runtime" (dict "required" $c.runtimeRequired) "bridge" $bridge "log" (dict "level" $c.logLevel "format" $c.logFormat) "observability" $obs "validator" $validator -}}
+{{- /* Keys the pod spec is derived from (mounts, probes, ports) have their own values. */}}
+{{- $own := dict "server.socket" "config.socket" "server.plugin_socket_dir" "config.pluginSocketDir" "server.state_dir" "config.stateDir" "observability.metrics_address" "metrics.address and metrics.port" -}}
+{{- range $key, $value := $own }}
+{{- $kv := splitList "." $key }}
+{{- if hasKey (get ($c.settings | default dict) (first $kv) | default dict) (last $kv) }}
+{{- fail (printf "config.settings.%s: set %s instead (the pod's mounts, probes and ports follow it)" $key $value) }}
+{{- end }}
+{{- end -}}
 {{- $cfg = mergeOverwrite $cfg (deepCopy ($c.settings | default dict)) -}}
 {{- toYaml $cfg -}}
 {{- end -}}
