@@ -395,6 +395,7 @@ func TestNridChartRefuses(t *testing.T) {
 	}{
 		{"socket outside the mounted directory", "must be below config.hostRunDir", []string{"config.socket=/run/nrid.sock"}},
 		{"plugin socket dir outside it", "config.pluginSocketDir", []string{"config.pluginSocketDir=/tmp/plugins"}},
+		{"containerd's socket outside it", "config.bridge.runtimeSocket", []string{"config.bridge.runtimeSocket=/run/containerd/nri.sock"}},
 		{"plugin without a name", "plugins[0]: name is required", []string{"plugins[0].required=true"}},
 		{"ServiceMonitor without metrics", "needs metrics.enabled", []string{"metrics.enabled=false", "metrics.serviceMonitor.enabled=true"}},
 		{"a setting that is a table", "cannot be rendered", []string{"config.settings.server.x.y=1"}},
