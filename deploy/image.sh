@@ -9,6 +9,18 @@
 #                           nrid.toml checked, then nrid from the image with
 #                           the example plugins pre-launched, and the image's
 #                           nrictl listing them and simulating a pod lifecycle
+#   deploy/image.sh plugin [NAME]
+#                           the image of the example plugin NAME
+#                           (examples/NAME, default ulimit-adjuster): the
+#                           plugin and nrictl, static, FROM scratch, as
+#                           PLUGIN_IMAGE:IMAGE_TAG
+#   deploy/image.sh plugin-test [NAME]
+#                           run it: the plugin from its image registers with
+#                           nrid from the nrid image (IMAGE:IMAGE_TAG), and
+#                           nrictl simulate shows its adjustment
+#   deploy/image.sh export REF DEST.tar
+#                           write the image REF as an OCI archive, named REF,
+#                           for `ctr -n k8s.io images import DEST.tar`
 #
 # Needs root and buildah (Debian package; installed with apt-get when missing
 # and apt-get is there). Environment:
@@ -19,6 +31,8 @@
 #   BUILDAH_FLAGS    global buildah flags, for example "--storage-driver vfs"
 #                    (default: buildah's own storage, vfs if that fails)
 #   GO               the Go command (go); GOARCH=arm64 builds an arm64 image
+#   PLUGIN           the example plugin of `plugin` (ulimit-adjuster)
+#   PLUGIN_IMAGE     its image name (localhost/nri-grpc-PLUGIN)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -291,8 +305,221 @@ EOF
   log "ok in $(since "$t"): $ref runs nrid and nrictl; nrid launched the example plugins; simulate shows their changes and the validator's rejection"
 }
 
+# ---- the example plugins' images -----------------------------------------
+
+PLUGIN=${PLUGIN:-ulimit-adjuster}
+# The plugin's identity in plugin-test: its default index (examples/README.md).
+declare -A plugin_index=([logger]=00 [device-injector]=10 [ulimit-adjuster]=20 [validator]=90)
+
+plugin_ref() { echo "${PLUGIN_IMAGE:-localhost/nri-grpc-$PLUGIN}:$IMAGE_TAG"; }
+
+# build_plugin: the image of examples/$PLUGIN, FROM scratch: the plugin as
+# the entrypoint, nrictl beside it (the plugin chart's readiness probe asks
+# nrid about the plugin's health service with it), the files a static Go
+# binary may read, and the repository's LICENSE.
+build_plugin() {
+  [[ -f examples/$PLUGIN/main.go ]] || die "no example plugin examples/$PLUGIN (one of: $(cd examples && ls -d -- */ | tr -d / | tr '\n' ' '))"
+  ensure_buildah
+  local pref rootfs=$dir/plugin-$PLUGIN/rootfs arch t old
+  pref=$(plugin_ref)
+  arch=$("$GO" env GOARCH)
+  t=$(now_us)
+  rm -rf "$rootfs"
+  mkdir -p "$rootfs/etc" "$rootfs/tmp"
+  chmod 1777 "$rootfs/tmp"
+  log "go build $PLUGIN nrictl (CGO_ENABLED=0, -trimpath) -> $rootfs/usr/local/bin"
+  gobuild "$rootfs/usr/local/bin" "./examples/$PLUGIN" ./cmd/nrictl
+  printf '%s\n' 'root:x:0:0:root:/root:/sbin/nologin' 'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin' >"$rootfs/etc/passwd"
+  printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' >"$rootfs/etc/group"
+  if [[ -f LICENSE ]]; then
+    install -D -m 0644 LICENSE "$rootfs/usr/share/doc/nri-grpc/LICENSE"
+  else
+    log "WARNING: no LICENSE at the repository root: the image carries none"
+  fi
+  log "built in $(since "$t")"
+
+  t=$(now_us)
+  old=$(bh images -q --no-trunc "$pref" 2>/dev/null || true)
+  ctr=$(bh from --pull-never --name "nri-grpc-plugin-build-$$" scratch)
+  trap cleanup EXIT
+  bh copy --quiet "$ctr" "$rootfs/" / >/dev/null
+  bh config --os linux --arch "$arch" \
+    --entrypoint "[\"/usr/local/bin/$PLUGIN\"]" \
+    --env NRICTL_SOCKET=/var/run/nri/nri-grpc.sock \
+    --label org.opencontainers.image.title="nri-grpc-$PLUGIN" \
+    --label org.opencontainers.image.description="$PLUGIN, an example NRI plugin of nri-grpc (examples/$PLUGIN), and nrictl" \
+    --label org.opencontainers.image.source="https://github.com/nri-grpc/nri-grpc" \
+    --label org.opencontainers.image.licenses="Apache-2.0" \
+    --label org.opencontainers.image.version="$IMAGE_TAG" \
+    --label org.opencontainers.image.revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+    "$ctr"
+  bh commit --quiet --rm "$ctr" "$pref" >/dev/null
+  ctr=""
+  # A previous image of the same tag is left untagged: remove it.
+  if [[ -n $old && $old != "$(bh images -q --no-trunc "$pref")" ]]; then bh rmi "$old" >/dev/null 2>&1 || true; fi
+  log "assembled in $(since "$t"): $pref ($(bh images --format '{{.Size}}' "$pref" | head -n1))"
+}
+
+# test_plugin: the plugin from its image registers with nrid from nrid's
+# image, as the Helm charts run them: two containers sharing only the
+# directory mounted at /var/run/nri (the host's in the charts), the plugin
+# configured by the NRI_GRPC_* environment the plugin chart sets and
+# required by a [[plugin]] entry. Fails unless the chart's readiness probe
+# (the plugin image's nrictl asking for nri.plugin/NN-name) passes, nrictl
+# plugins lists it remote, ready, policy fail, nrictl simulate shows its
+# adjustment (ulimit-adjuster), and SIGTERM ends both with status 0.
+plugin_bg=""
+plugin_rc=""
+pctr=""
+
+stop_plugin() {
+  [[ -n $plugin_bg ]] || return 0
+  local pid i
+  # ps shows at most 15 characters of a command's name.
+  if pid=$(descendant "$plugin_bg" "${PLUGIN:0:15}"); then kill -TERM "$pid" 2>/dev/null || true; fi
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$plugin_bg" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$plugin_bg" 2>/dev/null; then kill -TERM "$plugin_bg" 2>/dev/null || true; fi
+  plugin_rc=0
+  wait "$plugin_bg" 2>/dev/null || plugin_rc=$?
+  plugin_bg=""
+}
+
+cleanup_plugin() {
+  stop_plugin || true
+  cleanup
+  if [[ -n $pctr ]]; then bh rm "$pctr" >/dev/null 2>&1 || true; fi
+}
+
+# nrun CONTAINER ARGS...: brun with the shared /var/run/nri.
+nrun() {
+  local c=$1
+  shift
+  brun --volume "$tdir/run:/var/run/nri" "$c" -- "$@"
+}
+
+test_plugin() {
+  ensure_buildah
+  local pref id t ep rc deadline ok=0
+  pref=$(plugin_ref)
+  id=${plugin_index[$PLUGIN]:-50}-$PLUGIN
+  bh inspect --type image "$pref" >/dev/null 2>&1 || die "no image $pref: run make plugin-image first"
+  bh inspect --type image "$ref" >/dev/null 2>&1 || die "no image $ref (nrid's): run make image first"
+  t=$(now_us)
+  tdir=$dir/plugin-$PLUGIN/test
+  rm -rf "$tdir"
+  mkdir -p "$tdir/run" "$tdir/etc"
+  trap cleanup_plugin EXIT
+  ctr=$(bh from --pull-never --name "nri-grpc-plugin-test-nrid-$$" "$ref")
+  pctr=$(bh from --pull-never --name "nri-grpc-plugin-test-$$" "$pref")
+  if [[ $IMAGE_ISOLATION == auto ]]; then
+    IMAGE_ISOLATION=oci
+    if ! brun "$pctr" -- /usr/local/bin/nrictl --version >"$tdir/probe.log" 2>&1; then
+      log "buildah run --isolation oci failed here ($(tail -n1 "$tdir/probe.log")); using --isolation chroot"
+      IMAGE_ISOLATION=chroot
+    fi
+  fi
+  log "testing $pref with nrid from $ref (buildah run --isolation $IMAGE_ISOLATION)"
+
+  # 1. The image: the plugin is its entrypoint, nrictl runs in it, and it
+  # carries the repository's LICENSE (when there is one).
+  # (buildah 1.28's templates have no json: a Go slice prints as [a b].)
+  ep=$(bh inspect --type image --format '{{.OCIv1.Config.Entrypoint}}' "$pref")
+  [[ $ep == "[/usr/local/bin/$PLUGIN]" ]] || die "$pref: entrypoint $ep, want [/usr/local/bin/$PLUGIN]"
+  brun "$pctr" -- /usr/local/bin/nrictl --version | tee "$tdir/version.txt"
+  expect "$tdir/version.txt" "nrictl " "protocol  v1beta1"
+  if [[ -f LICENSE ]]; then
+    cmp -s LICENSE "$(bh mount "$pctr")/usr/share/doc/nri-grpc/LICENSE" || die "$pref: /usr/share/doc/nri-grpc/LICENSE is missing or differs from ./LICENSE"
+    bh umount "$pctr" >/dev/null
+  fi
+
+  # 2. nrid from its image, requiring the plugin as an operator would.
+  printf '%s\n' '[server]' 'socket = "/var/run/nri/nri-grpc.sock"' 'plugin_socket_dir = "/var/run/nri/plugins"' '' \
+    '[[plugin]]' "name = \"$id\"" 'required = true' >"$tdir/etc/nrid.toml"
+  brun --volume "$tdir/run:/var/run/nri" --volume "$tdir/etc:/etc/nri-test:ro" "$ctr" -- \
+    /usr/local/bin/nrid --config /etc/nri-test/nrid.toml --node-name plugin-test >"$tdir/nrid.log" 2>&1 &
+  nrid_bg=$!
+  deadline=$((SECONDS + 20))
+  until [[ -S $tdir/run/nri-grpc.sock ]]; do
+    kill -0 "$nrid_bg" 2>/dev/null || { sed 's/^/    /' "$tdir/nrid.log" >&2; die "nrid exited"; }
+    ((SECONDS < deadline)) || { sed 's/^/    /' "$tdir/nrid.log" >&2; die "nrid did not create its socket within 20s"; }
+    sleep 0.2
+  done
+
+  # 3. The plugin from its image, with the plugin chart's environment.
+  brun --volume "$tdir/run:/var/run/nri" \
+    --env NRI_GRPC_PLUGIN_NAME="$PLUGIN" --env NRI_GRPC_PLUGIN_IDX="${id%%-*}" \
+    --env NRI_GRPC_SERVER_ADDRESS=unix:///var/run/nri/nri-grpc.sock \
+    --env NRI_GRPC_PLUGIN_ENDPOINT="/var/run/nri/plugins/$id.sock" \
+    "$pctr" -- "/usr/local/bin/$PLUGIN" >"$tdir/plugin.log" 2>&1 &
+  plugin_bg=$!
+
+  # The chart's readiness probe, from the plugin's container: SERVING once
+  # the plugin registered and is ready (20 s at most).
+  deadline=$((SECONDS + 20))
+  while ((SECONDS < deadline)); do
+    kill -0 "$plugin_bg" 2>/dev/null || { sed 's/^/    /' "$tdir/plugin.log" >&2; die "the plugin exited"; }
+    if nrun "$pctr" /usr/local/bin/nrictl --socket=/var/run/nri/nri-grpc.sock --timeout=2s \
+      health -service "nri.plugin/$id" >"$tdir/health.txt" 2>&1; then
+      ok=1
+      break
+    fi
+    sleep 0.3
+  done
+  cat "$tdir/health.txt"
+  ((ok)) || { sed 's/^/    /' "$tdir/plugin.log" "$tdir/nrid.log" >&2; die "nri.plugin/$id did not become SERVING within 20s"; }
+  nrun "$ctr" /usr/local/bin/nrictl --socket=/var/run/nri/nri-grpc.sock plugins >"$tdir/plugins.txt"
+  cat "$tdir/plugins.txt"
+  grep -qE "^$id +remote +ready .* fail " "$tdir/plugins.txt" || die "nrictl plugins does not list $id as remote, ready, with failure policy fail"
+
+  # 4. A pod through it: ulimit-adjuster's limit is in the merged adjustment.
+  rc=0
+  nrun "$ctr" /usr/local/bin/nrictl --socket=/var/run/nri/nri-grpc.sock \
+    simulate -name web -namespace apps -containers 1 \
+    -annotation 'ulimits.noderesource.dev/container.app-0=- {type: nofile, soft: 2048, hard: 4096}' \
+    >"$tdir/simulate.txt" 2>"$tdir/simulate.err" || rc=$?
+  cat "$tdir/simulate.txt"
+  ((rc == 0)) || { cat "$tdir/simulate.err" >&2; die "nrictl simulate exited $rc"; }
+  if [[ $PLUGIN == ulimit-adjuster ]]; then
+    expect "$tdir/simulate.txt" "adjust.rlimits[RLIMIT_NOFILE].soft=2048" "adjust.rlimits[RLIMIT_NOFILE].hard=4096"
+  fi
+
+  # 5. SIGTERM: the plugin exits 0, nrid stops gracefully and exits 0.
+  stop_plugin
+  ((plugin_rc == 0)) || { sed 's/^/    /' "$tdir/plugin.log" >&2; die "the plugin exited $plugin_rc on SIGTERM"; }
+  stop_nrid
+  ((nrid_rc == 0)) || { sed 's/^/    /' "$tdir/nrid.log" >&2; die "nrid exited $nrid_rc"; }
+  log "ok in $(since "$t"): $pref registers with nrid from $ref as the plugin chart runs it; its readiness probe is SERVING; simulate shows its adjustment"
+}
+
+# export_image REF DEST: REF as an OCI archive whose index names the image
+# REF (org.opencontainers.image.ref.name), the name `ctr images import`
+# gives it.
+export_image() {
+  local src=${1:-} dest=${2:-} t
+  [[ -n $src && -n $dest ]] || die "usage: deploy/image.sh export REF DEST.tar"
+  ensure_buildah
+  bh inspect --type image "$src" >/dev/null 2>&1 || die "no image $src (buildah images lists them)"
+  t=$(now_us)
+  mkdir -p "$(dirname -- "$dest")"
+  rm -f -- "$dest"
+  bh push --quiet "$src" "oci-archive:$dest:$src" >/dev/null
+  log "exported in $(since "$t"): $src -> $dest ($(du -h -- "$dest" | cut -f1)); import it with: ctr -n k8s.io images import $dest"
+}
+
 case ${1:-} in
 build) build ;;
 test) test_image ;;
-*) die "usage: deploy/image.sh build|test" ;;
+plugin)
+  PLUGIN=${2:-$PLUGIN}
+  build_plugin
+  ;;
+plugin-test)
+  PLUGIN=${2:-$PLUGIN}
+  test_plugin
+  ;;
+export) export_image "${2:-}" "${3:-}" ;;
+*) die "usage: deploy/image.sh build|test|plugin [NAME]|plugin-test [NAME]|export REF DEST.tar" ;;
 esac
