@@ -21,6 +21,15 @@
 //	nri_plugin_status{plugin,status}                    gauge, the status a plugin reports (status.go)
 //	nri_plugin_not_ready_skips_total{plugin,event}      counter
 //	nri_plugin_requested_resyncs_total{plugin}          counter
+//	nri_plugin_evictions_total{plugin,reason}           counter (health.go)
+//	nri_plugin_oversize_requests_total{plugin,event}    counter
+//	nri_events_held                                     gauge
+//	nri_required_plugin_missing{plugin}                 gauge
+//	nri_restart_gate_waiting_plugins                    gauge
+//	nri_serving                                         gauge
+//
+// docs/operations.md has the full reference, generated from the registry
+// (cmd/metricsdoc).
 //
 // plus the Go runtime (go_*) and process (process_*) collectors and the
 // handler's own promhttp_* counters.
@@ -125,6 +134,7 @@ type Metrics struct {
 	filtered     *prometheus.CounterVec // filtered.go
 	missed       *prometheus.CounterVec // filtered.go
 	st           statusMetrics          // plugin status (status.go)
+	hm           healthMetrics          // evictions, sizes, holds, readiness (health.go)
 
 	// eventNames and outcomeNames are the label values by enum number.
 	eventNames   []string
@@ -232,6 +242,7 @@ func New(opts ...Option) *Metrics {
 	m.reg.MustRegister(m.callDuration, m.calls, m.failedOpen, m.plugins, m.deprecations,
 		m.syncObjects, m.syncBytes, m.syncDuration, m.cutWait)
 	m.st = newStatusMetrics(m.reg)
+	m.hm = newHealthMetrics(m.reg)
 	if o.runtimeCollectors {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
