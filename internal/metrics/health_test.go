@@ -33,12 +33,16 @@ func TestTimeoutEvictionIsCounted(t *testing.T) {
 			return nil, ctx.Err()
 		}}
 	startPlugin(t, sock, dir, p)
-	eq(t, "before", counters(gather(t, m), "nri_plugin_evictions_total"), nil)
+	// The series exist at 0 once the plugin registered, so that
+	// increase() sees the first eviction.
+	eq(t, "before", counters(gather(t, m), "nri_plugin_evictions_total"), []string{
+		"plugin=10-slow,reason=protocol_error 0", "plugin=10-slow,reason=timeout 0"})
 	if _, err := srv.CreateContainer(t.Context(), fixture.CreateContainerRequest(1, 0)); err != nil {
 		t.Fatalf("CreateContainer = %v (the plugin's default policy ignores failures)", err)
 	}
 	fams := gather(t, m)
-	eq(t, "evictions", counters(fams, "nri_plugin_evictions_total"), []string{"plugin=10-slow,reason=timeout 1"})
+	eq(t, "evictions", counters(fams, "nri_plugin_evictions_total"), []string{
+		"plugin=10-slow,reason=protocol_error 0", "plugin=10-slow,reason=timeout 1"})
 	eq(t, "calls", counters(fams, "nri_plugin_calls_total"), []string{"event=create_container,outcome=timeout,plugin=10-slow 1"})
 }
 
@@ -66,7 +70,9 @@ func TestOversizeRequestIsCounted(t *testing.T) {
 	}
 	fams := gather(t, m)
 	eq(t, "oversize", counters(fams, "nri_plugin_oversize_requests_total"), []string{"event=create_container,plugin=10-small 1"})
-	eq(t, "evictions", counters(fams, "nri_plugin_evictions_total"), nil)
+	eq(t, "evictions", counters(fams, "nri_plugin_evictions_total"), []string{
+		"plugin=10-small,reason=protocol_error 0", "plugin=10-small,reason=timeout 0",
+		"plugin=20-big,reason=protocol_error 0", "plugin=20-big,reason=timeout 0"})
 }
 
 // TestRequiredPluginMissing: the operator's required plugins and those

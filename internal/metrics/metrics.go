@@ -408,6 +408,11 @@ func (m *Metrics) lookup(plugin string) *pluginSeries {
 
 func (m *Metrics) newSeries(label string) *pluginSeries {
 	n := len(m.eventNames) * len(m.outcomeNames)
+	// Evictions are rare: their series start at 0 with the plugin's, so
+	// that increase() sees the first one (health.go).
+	for _, reason := range []string{EvictedTimeout, EvictedProtocolError} {
+		m.hm.evictions.WithLabelValues(label, reason)
+	}
 	return &pluginSeries{
 		label:        label,
 		latency:      make([]atomic.Pointer[observer], len(m.eventNames)),
