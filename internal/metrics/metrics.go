@@ -46,9 +46,8 @@
 // the event go on. It is therefore a separate counter,
 // nri_plugin_failed_open_total, labelled with the outcome that failed open,
 // rather than an extra outcome value: nri_plugin_calls_total still sums to
-// the number of calls, and failed_open/calls is the fail-open rate. It is recorded by FailedOpen, which server.Metrics
-// does not have yet: until the server calls it (see FailedOpen), the counter
-// stays empty.
+// the number of calls, and failed_open/calls is the fail-open rate. It is
+// recorded by FailedOpen (server.Metrics).
 //
 // # Cost
 //
@@ -312,14 +311,7 @@ func (m *Metrics) PluginCall(plugin string, event nriv1beta1.Event, outcome nriv
 // FailedOpen records that a failed call (outcome timeout, unavailable or
 // refused) of plugin on event failed open: the plugin's failure policy let
 // the event go on without it. It is called in addition to PluginCall for
-// the same call.
-//
-// server.Metrics has no such method yet; the server should call it where it
-// marks a call FailedOpen, through an optional interface:
-//
-//	if fo, ok := metrics.(interface {
-//		FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome)
-//	}); ok { ... }
+// the same call. It implements server.Metrics.
 func (m *Metrics) FailedOpen(plugin string, event nriv1beta1.Event, outcome nriv1beta1.CallOutcome) {
 	ps := m.lookup(plugin)
 	ev, oc := int(event), int(outcome)
