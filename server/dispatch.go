@@ -459,8 +459,9 @@ func (s *Server) afterFailure(p *plugin, outcome nriv1beta1.CallOutcome, err err
 	switch {
 	case outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT:
 		if !p.policy.GetKeepConnected() {
-			p.retiring.Store(true)
-			s.evicted(p, "timeout")
+			if !p.retiring.Swap(true) {
+				s.evicted(p, "timeout") // once, however many calls timed out
+			}
 			go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "request handling timeout")
 		}
 	case status.Code(err) == codes.Unavailable:
@@ -470,8 +471,9 @@ func (s *Server) afterFailure(p *plugin, outcome nriv1beta1.CallOutcome, err err
 		// policy, nothing more. These are availability failures
 		// (docs/PROTOCOL.md §8), never a reason to evict a plugin.
 	default:
-		p.retiring.Store(true)
-		s.evicted(p, "protocol_error")
+		if !p.retiring.Swap(true) {
+			s.evicted(p, "protocol_error")
+		}
 		go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "protocol error: "+clip(status.Convert(err).Message()))
 	}
 }
