@@ -280,7 +280,7 @@ breaking: $(BUF) ## buf breaking against HEAD~1 (skipped when there is no such c
 	$(BUF) breaking --against ".git#ref=$$(git rev-parse "$$against"),subdir=proto"
 
 .PHONY: check
-check: lint breaking generate chart-check ## lint + breaking + chart-check + verify committed generated code (gen/, clients' gen/) matches a fresh generate
+check: lint breaking generate chart-check rules-check metrics-doc-check ## lint + breaking + verify committed generated code (gen/, clients' gen/) matches a fresh generate + chart-check + alerting rules (promtool) + metrics reference
 	@if ! git diff --exit-code --stat -- $(GEN_TREES); then
 	  echo "check: generated code is stale: run 'make generate' and commit the result" >&2
 	  exit 1
@@ -823,6 +823,38 @@ chart-check: $(HELM) ## helm lint both charts (defaults and ci/*-values.yaml), t
 	  fi
 	done
 	echo "chart-check: ok"
+
+##@ Observability
+
+# The alerting rules and their unit tests (deploy/prometheus) with promtool,
+# and the metrics reference of docs/operations.md generated from the
+# metrics package's registry (internal/metrics/cmd/metricsdoc). promtool is
+# Debian's (package prometheus, 2.42): deploy/prometheus/promtool.sh takes
+# /usr/bin/promtool when installed, else extracts it from the downloaded
+# .deb into .tmp/bin (apt-get download: no service installed or started;
+# `apt-get update` first when root and the package lists lack it). PROMTOOL=
+# names another one.
+PROMTOOL ?=
+PROM_RULES := deploy/prometheus/nri-grpc-alerts.yaml
+PROM_TESTS := $(sort $(wildcard deploy/prometheus/tests/*.yaml))
+OPERATIONS_DOC := docs/operations.md
+
+.PHONY: rules-check
+rules-check: ## promtool check rules + test rules on deploy/prometheus (promtool from Debian's prometheus .deb, into .tmp/bin when missing)
+	@promtool="$$(PROMTOOL='$(PROMTOOL)' BIN='$(BIN)' bash deploy/prometheus/promtool.sh)"
+	echo "+ promtool check rules $(PROM_RULES)"
+	"$$promtool" check rules $(PROM_RULES)
+	echo "+ promtool test rules $(PROM_TESTS)"
+	"$$promtool" test rules $(PROM_TESTS)
+
+.PHONY: metrics-doc
+metrics-doc: ## Rewrite the metrics reference table in docs/operations.md from the metrics package's registry
+	@$(GO) run ./internal/metrics/cmd/metricsdoc -w $(OPERATIONS_DOC)
+
+.PHONY: metrics-doc-check
+metrics-doc-check: ## Fail if docs/operations.md's metrics reference is not the generated one (part of check)
+	@echo "+ metricsdoc -check $(OPERATIONS_DOC)"
+	$(GO) run ./internal/metrics/cmd/metricsdoc -check $(OPERATIONS_DOC)
 
 ##@ CI
 

@@ -102,6 +102,9 @@ func (n *Node) SetServing(serving bool) {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
 	n.health.SetServingStatus("", st)
+	if n.mx != nil {
+		n.mx.Serving(serving)
+	}
 	for _, name := range n.services {
 		n.health.SetServingStatus(name, st)
 	}

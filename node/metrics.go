@@ -23,9 +23,10 @@ func teeMetrics(sinks []server.Metrics) server.Metrics {
 type tee []server.Metrics
 
 var (
-	_ server.FilterMetrics = tee(nil)
-	_ server.StatusMetrics = tee(nil)
-	_ server.MissedMetrics = tee(nil)
+	_ server.FilterMetrics  = tee(nil)
+	_ server.StatusMetrics  = tee(nil)
+	_ server.MissedMetrics  = tee(nil)
+	_ server.FailureMetrics = tee(nil)
 )
 
 func (t tee) PluginCall(plugin string, event nriv1beta1.Event, outcome nriv1beta1.CallOutcome, d time.Duration) {
@@ -100,6 +101,22 @@ func (t tee) MissedEvent(plugin string, event nriv1beta1.Event) {
 	for _, m := range t {
 		if mm, ok := m.(server.MissedMetrics); ok {
 			mm.MissedEvent(plugin, event)
+		}
+	}
+}
+
+func (t tee) Evicted(plugin, reason string) {
+	for _, m := range t {
+		if f, ok := m.(server.FailureMetrics); ok {
+			f.Evicted(plugin, reason)
+		}
+	}
+}
+
+func (t tee) Oversize(plugin string, event nriv1beta1.Event) {
+	for _, m := range t {
+		if f, ok := m.(server.FailureMetrics); ok {
+			f.Oversize(plugin, event)
 		}
 	}
 }

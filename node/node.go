@@ -152,6 +152,9 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Node, err 
 	if n.srv, err = server.New(n.serverOptions(pluginTLS)...); err != nil {
 		return nil, err
 	}
+	if n.mx != nil {
+		n.mx.Watch(n.srv)
+	}
 	if err := n.newGRPC(tokens, serverTLS); err != nil {
 		return nil, err
 	}
@@ -229,6 +232,11 @@ func setupTracing(ctx context.Context, o config.Observability, name string, stdo
 // Server is the server core: the events' entry points, Launch, the
 // services' implementations.
 func (n *Node) Server() *server.Server { return n.srv }
+
+// Metrics is the node's Prometheus metrics (nil without
+// metrics_address), for what the embedder measures itself (nrid's restart
+// gate).
+func (n *Node) Metrics() *metrics.Metrics { return n.mx }
 
 // Logger is the node's logger (WithLogger's, or the one built from the
 // configuration).

@@ -235,6 +235,9 @@ func (d *delivery[Req, Rsp]) encoding(p *plugin) (raw []byte, ok bool, err error
 		}
 	}
 	if len(d.raw) > p.maxMsg {
+		if fm, ok := d.s.opts.metrics.(FailureMetrics); ok {
+			fm.Oversize(p.full, d.ev.event)
+		}
 		return nil, false, d.s.skip(p, d.ev.eventInfo, d.fl.rec, 0, status.Errorf(codes.ResourceExhausted,
 			"%s request of %d bytes is over plugin %s's maximum message size of %d bytes", d.ev.name, len(d.raw), p.full, p.maxMsg))
 	}
@@ -456,7 +459,9 @@ func (s *Server) afterFailure(p *plugin, outcome nriv1beta1.CallOutcome, err err
 	switch {
 	case outcome == nriv1beta1.CallOutcome_CALL_OUTCOME_TIMEOUT:
 		if !p.policy.GetKeepConnected() {
-			p.retiring.Store(true)
+			if !p.retiring.Swap(true) {
+				s.evicted(p, "timeout") // once, however many calls timed out
+			}
 			go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "request handling timeout")
 		}
 	case status.Code(err) == codes.Unavailable:
@@ -466,9 +471,53 @@ func (s *Server) afterFailure(p *plugin, outcome nriv1beta1.CallOutcome, err err
 		// policy, nothing more. These are availability failures
 		// (docs/PROTOCOL.md §8), never a reason to evict a plugin.
 	default:
-		p.retiring.Store(true)
+		if !p.retiring.Swap(true) {
+			s.evicted(p, "protocol_error")
+		}
 		go p.shutdown(nriv1beta1.ShutdownKind_SHUTDOWN_KIND_EVICTED, "protocol error: "+clip(status.Convert(err).Message()))
 	}
+}
+
+// FailureMetrics is implemented by a Metrics that also counts plugin
+// evictions and requests over a plugin's maximum message size. It is
+// optional: the server uses it when its Metrics has it.
+type FailureMetrics interface {
+	// Evicted counts one plugin disconnected after a failed call, for
+	// reason "timeout" or "protocol_error".
+	Evicted(plugin, reason string)
+	// Oversize counts one request of event not sent to plugin because it
+	// is over the plugin's maximum message size.
+	Oversize(plugin string, event nriv1beta1.Event)
+}
+
+// evicted counts p's eviction (FailureMetrics).
+func (s *Server) evicted(p *plugin, reason string) {
+	if fm, ok := s.opts.metrics.(FailureMetrics); ok {
+		fm.Evicted(p.full, reason)
+	}
+}
+
+// MissingRequired returns the required plugins, the operator's
+// (validator's RequiredPlugins) and those required until they register
+// again (RequireUntilRegistered), that are not registered now, as they are
+// named there. nrid's metrics export them (nri_required_plugin_missing).
+func (s *Server) MissingRequired() []string {
+	req := s.opts.validator.RequiredPlugins
+	if a := s.awaited.Load(); a != nil && len(*a) > 0 {
+		req = append(slices.Clone(req), *a...)
+	}
+	var order []*slot
+	if o := s.order.Load(); o != nil {
+		order = *o
+	}
+	var missing []string
+	for _, name := range req {
+		if !slices.ContainsFunc(order, func(sl *slot) bool { return sl.full == name || sl.full[3:] == name }) &&
+			!slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // observe counts and measures one call.

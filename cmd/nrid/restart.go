@@ -231,7 +231,13 @@ func (r *roster) keep(ctx context.Context, srv *server.Server, done chan<- struc
 // awaitPlugins is the restart gate: it returns when every plugin of want
 // is registered and ready again, when grace has passed, or when ctx ends,
 // with the plugins still missing.
-func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, grace time.Duration) []rosterEntry {
+// waiting, when not nil, is told how many are still missing at each change
+// and 0 at the end (nri_restart_gate_waiting_plugins).
+func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, grace time.Duration, waiting func(int)) []rosterEntry {
+	if waiting == nil {
+		waiting = func(int) {}
+	}
+	defer waiting(0)
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	for {
@@ -243,6 +249,7 @@ func awaitPlugins(ctx context.Context, srv *server.Server, want []rosterEntry, g
 				missing = append(missing, e)
 			}
 		}
+		waiting(len(missing))
 		if len(missing) == 0 {
 			return nil
 		}
@@ -271,7 +278,11 @@ func (d *daemon) awaitRestart(ctx context.Context, wait, skip []rosterEntry, gra
 	if len(wait) > 0 {
 		d.log.Info("restart gate: waiting for the plugins registered before the restart", "plugins", rosterNames(wait), "bound", grace)
 		start := time.Now()
-		if missing = awaitPlugins(ctx, d.srv, wait, grace); len(missing) > 0 {
+		var waiting func(int)
+		if mx := d.n.Metrics(); mx != nil {
+			waiting = mx.RestartGate
+		}
+		if missing = awaitPlugins(ctx, d.srv, wait, grace, waiting); len(missing) > 0 {
 			d.log.Warn("restart gate: bound passed without these plugins; the ones that were required stay required until they are back",
 				"missing", rosterNames(missing), "were_required", requiredNames(missing), "waited", time.Since(start).Round(time.Millisecond))
 		} else {

@@ -21,6 +21,15 @@
 //	nri_plugin_status{plugin,status}                    gauge, the status a plugin reports (status.go)
 //	nri_plugin_not_ready_skips_total{plugin,event}      counter
 //	nri_plugin_requested_resyncs_total{plugin}          counter
+//	nri_plugin_evictions_total{plugin,reason}           counter (health.go)
+//	nri_plugin_oversize_requests_total{plugin,event}    counter
+//	nri_events_held                                     gauge
+//	nri_required_plugin_missing{plugin}                 gauge
+//	nri_restart_gate_waiting_plugins                    gauge
+//	nri_serving                                         gauge
+//
+// docs/operations.md has the full reference, generated from the registry
+// (cmd/metricsdoc).
 //
 // plus the Go runtime (go_*) and process (process_*) collectors and the
 // handler's own promhttp_* counters.
@@ -37,9 +46,8 @@
 // the event go on. It is therefore a separate counter,
 // nri_plugin_failed_open_total, labelled with the outcome that failed open,
 // rather than an extra outcome value: nri_plugin_calls_total still sums to
-// the number of calls, and failed_open/calls is the fail-open rate. It is recorded by FailedOpen, which server.Metrics
-// does not have yet: until the server calls it (see FailedOpen), the counter
-// stays empty.
+// the number of calls, and failed_open/calls is the fail-open rate. It is
+// recorded by FailedOpen (server.Metrics).
 //
 // # Cost
 //
@@ -125,6 +133,7 @@ type Metrics struct {
 	filtered     *prometheus.CounterVec // filtered.go
 	missed       *prometheus.CounterVec // filtered.go
 	st           statusMetrics          // plugin status (status.go)
+	hm           healthMetrics          // evictions, sizes, holds, readiness (health.go)
 
 	// eventNames and outcomeNames are the label values by enum number.
 	eventNames   []string
@@ -232,6 +241,7 @@ func New(opts ...Option) *Metrics {
 	m.reg.MustRegister(m.callDuration, m.calls, m.failedOpen, m.plugins, m.deprecations,
 		m.syncObjects, m.syncBytes, m.syncDuration, m.cutWait)
 	m.st = newStatusMetrics(m.reg)
+	m.hm = newHealthMetrics(m.reg)
 	if o.runtimeCollectors {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -301,14 +311,7 @@ func (m *Metrics) PluginCall(plugin string, event nriv1beta1.Event, outcome nriv
 // FailedOpen records that a failed call (outcome timeout, unavailable or
 // refused) of plugin on event failed open: the plugin's failure policy let
 // the event go on without it. It is called in addition to PluginCall for
-// the same call.
-//
-// server.Metrics has no such method yet; the server should call it where it
-// marks a call FailedOpen, through an optional interface:
-//
-//	if fo, ok := metrics.(interface {
-//		FailedOpen(string, nriv1beta1.Event, nriv1beta1.CallOutcome)
-//	}); ok { ... }
+// the same call. It implements server.Metrics.
 func (m *Metrics) FailedOpen(plugin string, event nriv1beta1.Event, outcome nriv1beta1.CallOutcome) {
 	ps := m.lookup(plugin)
 	ev, oc := int(event), int(outcome)
@@ -397,6 +400,11 @@ func (m *Metrics) lookup(plugin string) *pluginSeries {
 
 func (m *Metrics) newSeries(label string) *pluginSeries {
 	n := len(m.eventNames) * len(m.outcomeNames)
+	// Evictions are rare: their series start at 0 with the plugin's, so
+	// that increase() sees the first one (health.go).
+	for _, reason := range []string{EvictedTimeout, EvictedProtocolError} {
+		m.hm.evictions.WithLabelValues(label, reason)
+	}
 	return &pluginSeries{
 		label:        label,
 		latency:      make([]atomic.Pointer[observer], len(m.eventNames)),

@@ -46,9 +46,9 @@ func (nopRuntime) UpdateContainers(context.Context, string, []*nriv1beta1.Contai
 	return nil, nil, nil
 }
 
-// startServer runs a real server with m on a unix socket and returns it with
-// its socket and plugin directory.
-func startServer(t *testing.T, m server.Metrics) (srv *server.Server, sock, pluginDir string) {
+// startServer runs a real server with m (and opts) on a unix socket and
+// returns it with its socket and plugin directory.
+func startServer(t *testing.T, m server.Metrics, opts ...server.Option) (srv *server.Server, sock, pluginDir string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "nri-")
 	if err != nil {
@@ -58,7 +58,8 @@ func startServer(t *testing.T, m server.Metrics) (srv *server.Server, sock, plug
 	if err := os.Mkdir(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err = server.New(server.WithPluginSocketDir(pluginDir), server.WithDialer(transport.NewDialer()), server.WithMetrics(m), server.WithRuntime("test-runtime", "v0"))
+	srv, err = server.New(append([]server.Option{server.WithPluginSocketDir(pluginDir), server.WithDialer(transport.NewDialer()),
+		server.WithMetrics(m), server.WithRuntime("test-runtime", "v0")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
