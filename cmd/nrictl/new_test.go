@@ -52,7 +52,7 @@ func TestNewGo(t *testing.T) {
 	// -mod=mod: the build adds the SDK's requirements to go.mod, with the
 	// checkout's go.sum (no checksum database, no tidy of the test
 	// dependencies of dependencies).
-	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	env := append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off")
 	for _, args := range [][]string{{"vet", "./..."}, {"test", "-count=1", "./..."}} {
 		start := time.Now()
 		cmd := exec.Command(goBin, args...)
