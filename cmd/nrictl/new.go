@@ -70,15 +70,15 @@ func (s scaffold) Full() string { return s.Index + "-" + s.Name }
 
 // runNew writes a new plugin project from the templates.
 func runNew(_ context.Context, g *globals, args []string) error {
-	fs := flag.NewFlagSet("nrictl new", flag.ContinueOnError)
-	fs.SetOutput(g.stderr)
-	lang := fs.String("lang", "", "the SDK's language: "+strings.Join(langs, ", ")+" (required)")
-	name := fs.String("name", "", "the plugin name, [a-zA-Z0-9_.+-] (default: DIR's base name)")
-	index := fs.String("index", "50", "the plugin index, two digits 00-99: the order among plugins")
-	module := fs.String("module", "", "the Go module path (default example.com/NAME)")
-	sdk := fs.String("sdk", "", "use the SDK of this nri-grpc checkout instead of a released one (a replace or path dependency)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: nrictl new --lang go|python|typescript|rust [--name NAME] [--index NN] [--module M] [--sdk DIR] DIR
+	flags := flag.NewFlagSet("nrictl new", flag.ContinueOnError)
+	flags.SetOutput(g.stderr)
+	lang := flags.String("lang", "", "the SDK's language: "+strings.Join(langs, ", ")+" (required)")
+	name := flags.String("name", "", "the plugin name, [a-zA-Z0-9_.+-] (default: DIR's base name)")
+	index := flags.String("index", "50", "the plugin index, two digits 00-99: the order among plugins")
+	module := flags.String("module", "", "the Go module path (default example.com/NAME)")
+	sdk := flags.String("sdk", "", "use the SDK of this nri-grpc checkout instead of a released one (a replace or path dependency)")
+	flags.Usage = func() {
+		fmt.Fprintf(flags.Output(), `usage: nrictl new --lang go|python|typescript|rust [--name NAME] [--index NN] [--module M] [--sdk DIR] DIR
 
 Writes a ready-to-build plugin project into DIR (which must not exist or be
 empty): a small plugin that adds environment variables to every container it
@@ -88,9 +88,9 @@ Containerfile and a Kubernetes DaemonSet.
 
 flags:
 `)
-		fs.PrintDefaults()
+		flags.PrintDefaults()
 	}
-	dir, err := parseNew(fs, args)
+	dir, err := parseNew(flags, args)
 	if err != nil {
 		return err
 	}
@@ -119,20 +119,20 @@ flags:
 }
 
 // parseNew parses the flags of new, before and after DIR, and returns DIR.
-func parseNew(fs *flag.FlagSet, args []string) (string, error) {
+func parseNew(flags *flag.FlagSet, args []string) (string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := flags.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return "", err
 			}
 			return "", usageError{err.Error()}
 		}
-		if fs.NArg() == 0 {
+		if flags.NArg() == 0 {
 			break
 		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+		pos = append(pos, flags.Arg(0))
+		args = flags.Args()[1:]
 	}
 	switch len(pos) {
 	case 0:
