@@ -556,6 +556,36 @@ package-ts: $(TS_STAMP) ## npm pack the TypeScript SDK into .tmp/dist/typescript
 .PHONY: clients-test
 clients-test: python-test ts-test rust-test ## Python, TypeScript and Rust SDK tests against a real nrid
 
+# nrictl new's templates (cmd/nrictl/templates), generated and tested in the
+# suites of their SDKs: python-test and ts-test run a test that writes the
+# project with nrictl (NRICTL) and runs the project's own tests against a real
+# nrid (clients/python/tests/test_scaffold.py,
+# clients/typescript/test/scaffold.test.ts); rust-test first runs
+# rust-template-test. The Go template: TestNewGo in go test ./cmd/nrictl.
+CLIENTS_NRICTL := $(CURDIR)/.tmp/clients/nrictl
+TEMPLATE_TEST_DIR := $(CURDIR)/.tmp/template-test
+
+.PHONY: clients-nrictl
+clients-nrictl:
+	@mkdir -p $(dir $(CLIENTS_NRICTL))
+	$(GO) build -o $(CLIENTS_NRICTL) ./cmd/nrictl
+
+python-test ts-test: clients-nrictl
+python-test ts-test: export NRICTL = $(CLIENTS_NRICTL)
+rust-test: rust-template-test
+
+# The generated crate resolves with clients/rust's Cargo.lock and builds in
+# its target directory: the SDK and its dependencies are compiled once for
+# both.
+.PHONY: rust-template-test
+rust-template-test: clients-nrid clients-nrictl ## nrictl new --lang rust: the generated crate passes cargo fmt --check and cargo test (against a real nrid)
+	@rm -rf $(TEMPLATE_TEST_DIR)/rust
+	$(CLIENTS_NRICTL) new --lang rust --name hello --index 10 --sdk $(CURDIR) $(TEMPLATE_TEST_DIR)/rust
+	cp $(RUST_DIR)/Cargo.lock $(TEMPLATE_TEST_DIR)/rust/
+	cd $(TEMPLATE_TEST_DIR)/rust
+	$(CARGO) fmt --check
+	CARGO_TARGET_DIR=$(CURDIR)/$(RUST_DIR)/target NRID_BIN=$(CLIENTS_NRID) $(CARGO) test
+
 ##@ nritest
 
 # nritest (cmd/nritest, docs/nritest.md) against the example plugins: the 4

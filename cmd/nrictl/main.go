@@ -9,6 +9,7 @@
 //	nrictl simulate           drive a synthetic pod lifecycle through the plugins
 //	nrictl health             gRPC health of nrid (for probes)
 //	nrictl version            version, commit and Go version of nrictl (also --version)
+//	nrictl new                write a new plugin project (Go, Python, TypeScript, Rust)
 //
 // Output is a readable table by default and protojson with -o json.
 package main
@@ -117,6 +118,8 @@ var commands = []command{
 		"drive synthetic pods through a whole lifecycle (refused while a runtime is attached)", runSimulate},
 	{"health", "health [-service S] [-live]", "check nrid's gRPC health (exit status 0 when serving)", runHealth},
 	{"version", "version", "print the version, commit and Go version of nrictl (also --version)", runVersion},
+	{"new", "new --lang go|python|typescript|rust [--name NAME] [--index NN] [--module M] [--sdk DIR] DIR",
+		"write a new plugin project from a template: plugin, test, README, Containerfile, DaemonSet", runNew},
 }
 
 // run is nrictl without the process around it.
