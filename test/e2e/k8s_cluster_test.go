@@ -254,7 +254,7 @@ func NewKube(tb testing.TB) *Kube {
 			"--kubeconfig="+cm, "--authentication-kubeconfig="+cm, "--authorization-kubeconfig="+cm,
 			"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cmPort), "--leader-elect=false",
 			"--service-account-private-key-file="+filepath.Join(pki, "sa.key"), "--root-ca-file="+k.PKI.CA,
-			"--use-service-account-credentials=false", "--cert-dir="+filepath.Join(e.Dir, "cm-certs"))
+			"--use-service-account-credentials=true", "--cert-dir="+filepath.Join(e.Dir, "cm-certs"))
 		sch, err := k.PKI.kubeconfig("scheduler", "system:kube-scheduler", nil, k.Server)
 		if err != nil {
 			tb.Fatal(err)

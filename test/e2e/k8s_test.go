@@ -57,11 +57,11 @@ func TestKubernetes(t *testing.T) {
 		// What the charts render, and the raw manifests, as the API server
 		// validates them (every field known, every object admissible).
 		k.Namespace(k8sPluginNS, nil)
-		for _, c := range []struct{ chart, ns, values string }{
-			{"nri-grpc", "kube-system", nridValues},
-			{"nri-grpc-plugin", k8sPluginNS, pluginValues},
+		for _, c := range []struct{ chart, ns, values, release string }{
+			{"nri-grpc", "kube-system", nridValues, "nrid"},
+			{"nri-grpc-plugin", k8sPluginNS, pluginValues, "ulimit-adjuster"},
 		} {
-			out := k.helm(helm, "template", c.chart, filepath.Join(suite.Repo, "deploy", "helm", c.chart), "-n", c.ns, "-f", c.values)
+			out := k.helm(helm, "template", c.release, filepath.Join(suite.Repo, "deploy", "helm", c.chart), "-n", c.ns, "-f", c.values)
 			if _, err := k.kubectlIn(out, "apply", "--dry-run=server", "-n", c.ns, "-f", "-"); err != nil {
 				t.Fatalf("chart %s: %v", c.chart, err)
 			}
@@ -72,18 +72,34 @@ func TestKubernetes(t *testing.T) {
 	})
 
 	k.step("install-nrid", func() {
-		k.helm(helm, "install", "nri-grpc", filepath.Join(suite.Repo, "deploy", "helm", "nri-grpc"), "-n", "kube-system", "-f", nridValues, "--wait", "--timeout", "3m")
+		k.helm(helm, "install", "nrid", filepath.Join(suite.Repo, "deploy", "helm", "nri-grpc"), "-n", "kube-system", "-f", nridValues, "--wait", "--timeout", "3m")
 		k.WaitPodsReady("kube-system", "app.kubernetes.io/name=nrid", 2*time.Minute)
 	})
 	nrictl := func(args ...string) (string, error) {
 		out, err := exec.Command(filepath.Join(suite.Bin, "nrictl"), append([]string{"--socket=" + filepath.Join(k.NRIDir, "nri-grpc.sock"), "--timeout=5s"}, args...)...).CombinedOutput()
 		return string(out), err
 	}
-	t.Run("Readiness", func(t *testing.T) {
+	k.sub(t, "Readiness", func(t *testing.T) {
 		// Ready in Kubernetes means what nrid's health says: SERVING, i.e.
 		// attached to containerd through the bridge (runtime.required).
 		if out, err := nrictl("health"); err != nil || !strings.Contains(out, "SERVING") {
 			t.Fatalf("nrictl health on the host: %v: %s", err, out)
+		}
+		// The kubelet's readiness probe asks nrid's /readyz on the pod's
+		// address: the same answer, seen from the host over the pod network.
+		for _, p := range k.Pods("kube-system", "app.kubernetes.io/name=nrid") {
+			if !p.Ready() {
+				t.Errorf("nrid's pod %s not Ready", p.Metadata.Name)
+			}
+			resp, err := http.Get("http://" + p.Status.PodIP + ":" + p.Metadata.Annotations["prometheus.io/port"] + "/readyz")
+			if err != nil {
+				t.Fatalf("GET /readyz of %s: %v", p.Metadata.Name, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "SERVING") {
+				t.Errorf("GET /readyz of %s: %d %q, want 200 SERVING", p.Metadata.Name, resp.StatusCode, b)
+			}
 		}
 	})
 
@@ -102,7 +118,7 @@ func TestKubernetes(t *testing.T) {
 	k.Namespace(k8sSelectedNS, map[string]string{"nri-e2e": "selected"})
 	k.Namespace(k8sOtherNS, nil)
 
-	t.Run("Selectors", func(t *testing.T) {
+	k.sub(t, "Selectors", func(t *testing.T) {
 		var got map[string]bool
 		k.step("selectors", func() {
 			k.Apply(k8sPod("selected", k8sSelectedNS, nil) + "---\n" +
@@ -123,10 +139,21 @@ func TestKubernetes(t *testing.T) {
 		}
 	})
 
-	t.Run("RolloutRestart", func(t *testing.T) { k.rolloutRestart(t, nrictl) })
+	k.sub(t, "RolloutRestart", func(t *testing.T) { k.rolloutRestart(t, nrictl) })
 
-	t.Run("Prometheus", func(t *testing.T) {
+	k.sub(t, "Prometheus", func(t *testing.T) {
 		k.step("prometheus", func() { k.prometheus(t) })
+	})
+}
+
+// sub runs f as subtest name with the cluster's helpers failing that
+// subtest, not the parent.
+func (k *Kube) sub(t *testing.T, name string, f func(t *testing.T)) {
+	t.Run(name, func(st *testing.T) {
+		parent := k.tb
+		k.tb = st
+		defer func() { k.tb = parent }()
+		f(st)
 	})
 }
 
@@ -181,15 +208,17 @@ func (k *Kube) helm(helm string, args ...string) string {
 func (k *Kube) image(target, ref string) {
 	k.tb.Helper()
 	repo, tag, _ := strings.Cut(ref, ":")
-	cmd := exec.Command("make", "--no-print-directory", target, "IMAGE="+repo, "IMAGE_TAG="+tag)
+	cmd := exec.Command("make", "--no-print-directory", target, "IMAGE_TAG="+tag)
 	if target == "plugin-image" {
 		cmd.Args = append(cmd.Args, "PLUGIN_IMAGE="+repo)
+	} else {
+		cmd.Args = append(cmd.Args, "IMAGE="+repo)
 	}
 	cmd.Dir = suite.Repo
 	if out, err := cmd.CombinedOutput(); err != nil {
 		k.tb.Fatalf("make %s: %v\n%s", target, err, lastLines(string(out), 30))
 	}
-	archive := filepath.Join(k.Dir, strings.ReplaceAll(strings.TrimPrefix(ref, "localhost/"), ":", "_")+".tar")
+	archive := filepath.Join(k.Dir, strings.ReplaceAll(strings.ReplaceAll(strings.TrimPrefix(ref, "localhost/"), ":", "_"), "/", "_")+".tar")
 	out, err := exec.Command("bash", filepath.Join(suite.Repo, "deploy", "image.sh"), "export", ref, archive).CombinedOutput()
 	if err != nil {
 		k.tb.Fatalf("image.sh export %s: %v\n%s", ref, err, out)
@@ -204,22 +233,27 @@ func (k *Kube) image(target, ref string) {
 // labelled off.
 func (k *Kube) nridValues(ref string) string {
 	repo, tag, _ := strings.Cut(ref, ":")
+	d := k.NRIDir
 	v := fmt.Sprintf(`image:
   repository: %s
   tag: %s
   pullPolicy: Never
-hostPaths:
-  nri: %s
-  state: %s
-podAnnotations:
-  %s: "true"
+tolerateMissingPluginsAnnotation: %s
+config:
+  hostRunDir: %s
+  socket: %s/nri-grpc.sock
+  pluginSocketDir: %s/plugins
+  stateDir: %s
+  bridge:
+    runtimeSocket: %s/nri.sock
+    pluginSocket: %s/nri-classic.sock
 plugins:
   - name: %s
     required: true
     selectors:
       - namespaces: [%s]
         podLabels: "%s != off"
-`, repo, tag, k.NRIDir, k.StateDir, tolerateAnnotation, k8sPlugin, k8sSelectedNS, k8sOffLabel)
+`, repo, tag, tolerateAnnotation, d, d, d, k.StateDir, d, d, k8sPlugin, k8sSelectedNS, k8sOffLabel)
 	path := filepath.Join(k.Dir, "nrid-values.yaml")
 	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
 		k.tb.Fatal(err)
@@ -230,17 +264,20 @@ plugins:
 // pluginValues writes the nri-grpc-plugin chart's values for the example.
 func (k *Kube) pluginValues(ref string) string {
 	repo, tag, _ := strings.Cut(ref, ":")
-	v := fmt.Sprintf(`name: ulimit-adjuster
-index: "20"
+	d := k.NRIDir
+	v := fmt.Sprintf(`plugin:
+  name: ulimit-adjuster
+  index: "20"
 image:
   repository: %s
   tag: %s
   pullPolicy: Never
-hostPaths:
-  nri: %s
-podAnnotations:
-  %s: "true"
-`, repo, tag, k.NRIDir, tolerateAnnotation)
+tolerateMissingPluginsAnnotation: %s
+nrid:
+  hostRunDir: %s
+  socket: %s/nri-grpc.sock
+  pluginSocketDir: %s/plugins
+`, repo, tag, tolerateAnnotation, d, d, d)
 	path := filepath.Join(k.Dir, "plugin-values.yaml")
 	if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
 		k.tb.Fatal(err)
@@ -251,6 +288,11 @@ podAnnotations:
 // k8sPod is a test pod: the sleeper image, asking the ulimit-adjuster for
 // k8sUlimit.
 func k8sPod(name, ns string, labels map[string]string) string {
+	return k8sPodRole(name, ns, "probe", labels)
+}
+
+// k8sPodRole is k8sPod with the nri-e2e/role label role.
+func k8sPodRole(name, ns, role string, labels map[string]string) string {
 	var l strings.Builder
 	for key, v := range labels {
 		fmt.Fprintf(&l, "\n    %s: %q", key, v)
@@ -261,7 +303,7 @@ metadata:
   name: %s
   namespace: %s
   labels:
-    nri-e2e/role: probe%s
+    nri-e2e/role: %s%s
   annotations:
     ulimits.noderesource.dev/container.app: |
 %s
@@ -273,7 +315,7 @@ spec:
       image: %s
       imagePullPolicy: Never
       command: ["/sleeper", "workload"]
-`, name, ns, l.String(), indent(k8sUlimit, "      "), SleeperImage)
+`, name, ns, role, l.String(), indent(k8sUlimit, "      "), SleeperImage)
 }
 
 func indent(s, prefix string) string {
@@ -323,7 +365,7 @@ func (k *Kube) rolloutRestart(t *testing.T, nrictl func(...string) (string, erro
 	)
 	create := func(i int) error {
 		name := fmt.Sprintf("rollout-%03d", i)
-		if _, err := k.kubectlIn(k8sPod(name, k8sSelectedNS, nil), "create", "-f", "-"); err != nil {
+		if _, err := k.kubectlIn(k8sPodRole(name, k8sSelectedNS, "rollout", nil), "create", "-f", "-"); err != nil {
 			return err
 		}
 		mu.Lock()
@@ -331,6 +373,7 @@ func (k *Kube) rolloutRestart(t *testing.T, nrictl func(...string) (string, erro
 		mu.Unlock()
 		return nil
 	}
+	refusedBefore := countIn(k.Ctrd.Log, refusedMsg)
 	k.step("rollout-restart", func() {
 		go func() {
 			for i := 0; ; i++ {
@@ -370,19 +413,33 @@ func (k *Kube) rolloutRestart(t *testing.T, nrictl func(...string) (string, erro
 		mu.Lock()
 		n := len(created)
 		mu.Unlock()
-		pods := k.WaitPodsReadyN(k8sSelectedNS, "nri-e2e/role=probe", n+1, 5*time.Minute)
+		pods := k.WaitPodsReadyN(k8sSelectedNS, "nri-e2e/role=rollout", n, 5*time.Minute)
 		var without []string
 		for i := range pods {
-			if strings.HasPrefix(pods[i].Metadata.Name, "rollout-") && !k.adjusted(&pods[i]) {
+			if !k.adjusted(&pods[i]) {
 				without = append(without, pods[i].Metadata.Name)
 			}
 		}
-		t.Logf("rollout restart of nrid: %d pods created meanwhile, %d admitted without %s's adjustment", n, len(without), k8sPlugin)
-		k.timings = append(k.timings, stepTiming{fmt.Sprintf("(pods %d, unadjusted %d)", n, len(without)), 0})
+		refused := countIn(k.Ctrd.Log, refusedMsg) - refusedBefore
+		t.Logf("rollout restart of nrid: %d pods created meanwhile, %d admitted without %s's adjustment, %d creations refused by containerd while nrid was away (the kubelet retried them)", n, len(without), k8sPlugin, refused)
+		k.timings = append(k.timings, stepTiming{fmt.Sprintf("(pods %d, unadjusted %d, refused %d)", n, len(without), refused), 0})
 		if len(without) > 0 {
 			t.Errorf("pods admitted without their required plugin's adjustment during the rollout: %v", without)
 		}
 	})
+}
+
+// refusedMsg is what containerd's default validator logs when it refuses a
+// container because the bridge ("nri-grpc") is not there.
+const refusedMsg = `rejecting adjustment: validation error: required plugin \"nri-grpc\" not present`
+
+// countIn counts the lines of the file at path that contain s.
+func countIn(path, s string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), s)
 }
 
 // WaitPodsReadyN waits until n pods of ns matching selector are Ready.
@@ -406,9 +463,9 @@ func (k *Kube) WaitPodsReadyN(ns, selector string, n int, timeout time.Duration)
 }
 
 // prometheus runs a real Prometheus (Debian's package, installed when
-// missing) that discovers nrid's pod through the API server (kubernetes_sd,
-// the prometheus.io/scrape annotations the chart sets) and scrapes its
-// metrics over the pod network; then asks its query API.
+// missing) scraping nrid's pod, found through the API server by the
+// prometheus.io annotations the chart sets, over the pod network; then asks
+// its query API.
 func (k *Kube) prometheus(t *testing.T) {
 	bin := ensurePrometheus(t)
 	ports, err := freePorts(1)
@@ -416,28 +473,27 @@ func (k *Kube) prometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	pki := k.PKI.Dir
+	// Debian's Prometheus is built without kubernetes_sd_configs (the
+	// package leaves out the service discoveries whose dependencies Debian
+	// lacks), so the suite discovers nrid's pod as that would, through the
+	// API server: its IP and the port its prometheus.io/port annotation (set
+	// by the chart) names, and hands Prometheus the target.
+	pods := k.WaitPodsReady("kube-system", "app.kubernetes.io/name=nrid", time.Minute)
+	var targets []string
+	for _, p := range pods {
+		if p.Metadata.Annotations["prometheus.io/scrape"] != "true" || p.Metadata.Annotations["prometheus.io/port"] == "" {
+			t.Fatalf("nrid's pod %s lacks the prometheus.io/scrape and prometheus.io/port annotations: %v", p.Metadata.Name, p.Metadata.Annotations)
+		}
+		targets = append(targets, fmt.Sprintf("%q", p.Status.PodIP+":"+p.Metadata.Annotations["prometheus.io/port"]))
+	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 2s
   evaluation_interval: 2s
 scrape_configs:
   - job_name: nrid
-    kubernetes_sd_configs:
-      - role: pod
-        api_server: %s
-        namespaces: {names: [kube-system]}
-        tls_config: {ca_file: %s, cert_file: %s, key_file: %s}
-    relabel_configs:
-      - source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_scrape]
-        regex: "true"
-        action: keep
-      - source_labels: [__meta_kubernetes_pod_ip, __meta_kubernetes_pod_annotation_prometheus_io_port]
-        regex: "(.+);(.+)"
-        replacement: "$1:$2"
-        target_label: __address__
-      - source_labels: [__meta_kubernetes_pod_name]
-        target_label: pod
-`, k.Server, k.PKI.CA, filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"))
+    static_configs:
+      - targets: [%s]
+`, strings.Join(targets, ", "))
 	path := filepath.Join(k.Dir, "prometheus.yml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

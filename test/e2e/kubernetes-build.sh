@@ -28,7 +28,7 @@ ETCD_VERSION=${ETCD_VERSION:-v3.6.8}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.9.1}
 nice_n=${BUILD_NICE:-10}
 stamp=$out/stamp
-want="kube=$KUBE_VERSION etcd=$ETCD_VERSION cni=$CNI_PLUGINS_VERSION go=$($GO env GOVERSION)"
+want="kube=$KUBE_VERSION etcd=$ETCD_VERSION cni=$CNI_PLUGINS_VERSION go=$($GO env GOVERSION) layout=2"
 
 log() { echo "k8s-build: $*" >&2; }
 now() { date +%s; }
@@ -39,7 +39,12 @@ fi
 rm -rf "$out"
 mkdir -p "$out/bin"
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0
-b() { nice -n "$nice_n" "$GO" build -trimpath -ldflags=-s "$@"; }
+# b LDFLAGS ARGS...: go build, low priority, stripped.
+b() {
+  local ld=$1
+  shift
+  nice -n "$nice_n" "$GO" build -trimpath -ldflags="-s $ld" "$@"
+}
 
 t0=$(now)
 # Kubernetes.
@@ -61,7 +66,15 @@ staging=v0.${KUBE_VERSION#v1.}
   for m in $mods; do args+=("-require=$m@$staging"); done
   "$GO" mod edit "${args[@]}"
   log "kubernetes $KUBE_VERSION: $(wc -w <<<"$mods") staging modules at $staging"
-  b -o "$out/bin/" ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubelet ./cmd/kubectl
+  # The version the binaries report (the API server's /version, which helm
+  # checks against a chart's kubeVersion), as Kubernetes' own build stamps it.
+  minor=${KUBE_VERSION#v1.}
+  minor=${minor%%.*}
+  vflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    vflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  b "$vflags" -o "$out/bin/" ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubelet ./cmd/kubectl
 )
 t1=$(now)
 log "kubernetes built in $((t1 - t0))s"
@@ -86,12 +99,14 @@ import (
 )
 GO
   "$GO" mod tidy -e >/dev/null 2>&1 || true
-  b -o "$out/bin/etcd" go.etcd.io/etcd/server/v3
+  b "" -o "$out/bin/etcd" go.etcd.io/etcd/server/v3
   mkdir -p "$out/cni"
   for p in main/bridge ipam/host-local main/loopback; do
-    b -o "$out/cni/${p#*/}" "github.com/containernetworking/plugins/plugins/$p"
+    b "" -o "$out/cni/${p#*/}" "github.com/containernetworking/plugins/plugins/$p"
   done
 )
 t2=$(now)
 log "etcd and CNI plugins built in $((t2 - t1))s"
+# The sources are only needed to build.
+rm -rf "$out/src"
 echo "$want" >"$stamp"
