@@ -882,9 +882,11 @@ metrics-doc: ## Rewrite the metrics reference table in docs/operations.md from t
 	@$(GO) run ./internal/metrics/cmd/metricsdoc -w $(OPERATIONS_DOC)
 
 .PHONY: metrics-doc-check
-metrics-doc-check: ## Fail if docs/operations.md's metrics reference is not the generated one (part of check)
+metrics-doc-check: ## Fail if docs/operations.md's metrics reference is not the generated one, or the rules or the dashboard query a metric nrid does not export (part of check)
 	@echo "+ metricsdoc -check $(OPERATIONS_DOC)"
 	$(GO) run ./internal/metrics/cmd/metricsdoc -check $(OPERATIONS_DOC)
+	echo "+ every metric the alerting rules and the dashboard query is one nrid exports"
+	$(GO) test -count=1 -run '^(TestAlertRulesQueryExportedMetrics|TestDashboardQueriesExportedMetrics|TestUnknownMetricsAreCaught)$$' ./internal/metrics/
 
 ##@ CI
 
