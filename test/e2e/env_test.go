@@ -133,6 +133,12 @@ func (e *Env) Restart(p *Proc) {
 type EnvOptions struct {
 	// ContainerdRequired is containerd's default_validator.required_plugins.
 	ContainerdRequired []string
+	// ContainerdTolerate is the default validator's
+	// tolerate_missing_plugins_annotation (with ContainerdRequired).
+	ContainerdTolerate string
+	// CNIBinDir is containerd's CNI bin_dirs (default: none the scenario
+	// fills; its pods are host-network).
+	CNIBinDir string
 	// NridTOML is appended to nrid's configuration.
 	NridTOML string
 	// NridStateDir gives nrid a server.state_dir in the scenario directory
@@ -348,6 +354,13 @@ func (e *Env) containerdConfig(opts EnvOptions) string {
     [plugins.'io.containerd.nri.v1.nri'.default_validator]
       enable = true
       required_plugins = [%s]`, strings.Join(q, ", "))
+		if opts.ContainerdTolerate != "" {
+			validator += fmt.Sprintf("\n      tolerate_missing_plugins_annotation = '%s'", opts.ContainerdTolerate)
+		}
+	}
+	cniBin := opts.CNIBinDir
+	if cniBin == "" {
+		cniBin = d + "/cni/bin"
 	}
 	return fmt.Sprintf(`# containerd %[2]s for the nri-grpc e2e suite: every path under %[1]s.
 version = 4
@@ -385,7 +398,7 @@ temp = '%[1]s/tmp'
           Root = '%[1]s/runc'
           SystemdCgroup = false
     [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = ['%[1]s/cni/bin']
+      bin_dirs = ['%[7]s']
       conf_dir = '%[1]s/cni/net.d'
 
   [plugins.'io.containerd.internal.v1.opt']
@@ -403,7 +416,7 @@ temp = '%[1]s/tmp'
     plugin_config_path = '%[1]s/nri/conf.d'
     plugin_registration_timeout = '5s'
     plugin_request_timeout = '%[6]s'%[5]s
-`, d, ContainerdVersion, PauseImage, suite.Runc, validator, reqTimeout)
+`, d, ContainerdVersion, PauseImage, suite.Runc, validator, reqTimeout, cniBin)
 }
 
 func (e *Env) nridConfig(opts EnvOptions) string {

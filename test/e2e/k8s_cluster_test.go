@@ -190,7 +190,7 @@ func NewKube(tb testing.TB) *Kube {
 	e.Logs = filepath.Join(e.Dir, "logs")
 	e.Cgroup = suite.CgroupRoot() + "/" + name
 	k := &Kube{Env: e, PodSubnet: "10.244.0.0/24", restoreSys: map[string]string{}}
-	k.NRIDir = filepath.Join(e.Dir, "nri")
+	k.NRIDir = filepath.Join(e.Dir, "nri") // where Env.containerdConfig puts NRI
 	k.StateDir = filepath.Join(e.Dir, "nrid-state")
 	for _, d := range []string{e.Logs, filepath.Join(k.NRIDir, "plugins"), filepath.Join(k.NRIDir, "conf.d"), filepath.Join(e.Dir, "cni", "net.d"), filepath.Join(e.Dir, "kubelet")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -246,23 +246,10 @@ func NewKube(tb testing.TB) *Kube {
 		}) {
 			tb.Fatalf("kube-apiserver not ready within 120s:\n%s", e.Tail(k.APIServer.Log, 30))
 		}
-		cm, err := k.PKI.kubeconfig("controller-manager", "system:kube-controller-manager", nil, k.Server)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e.start("kube-controller-manager", filepath.Join(e.Logs, "kube-controller-manager.log"), filepath.Join(k.Bin, "kube-controller-manager"), nil,
-			"--kubeconfig="+cm, "--authentication-kubeconfig="+cm, "--authorization-kubeconfig="+cm,
-			"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cmPort), "--leader-elect=false",
+		k.controller("kube-controller-manager", "system:kube-controller-manager", cmPort,
 			"--service-account-private-key-file="+filepath.Join(pki, "sa.key"), "--root-ca-file="+k.PKI.CA,
-			"--use-service-account-credentials=true", "--cert-dir="+filepath.Join(e.Dir, "cm-certs"))
-		sch, err := k.PKI.kubeconfig("scheduler", "system:kube-scheduler", nil, k.Server)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e.start("kube-scheduler", filepath.Join(e.Logs, "kube-scheduler.log"), filepath.Join(k.Bin, "kube-scheduler"), nil,
-			"--kubeconfig="+sch, "--authentication-kubeconfig="+sch, "--authorization-kubeconfig="+sch,
-			"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(schedPort), "--leader-elect=false",
-			"--cert-dir="+filepath.Join(e.Dir, "scheduler-certs"))
+			"--use-service-account-credentials=true")
+		k.controller("kube-scheduler", "system:kube-scheduler", schedPort)
 	})
 
 	k.step("containerd", func() {
@@ -319,6 +306,22 @@ func NewKube(tb testing.TB) *Kube {
 		}
 	})
 	return k
+}
+
+// controller starts kube-controller-manager or kube-scheduler: a client
+// certificate for user, the API server through it (also for delegated
+// authentication and authorization), its secure port on loopback, no
+// leader election.
+func (k *Kube) controller(name, user string, port int, extra ...string) {
+	k.tb.Helper()
+	kc, err := k.PKI.kubeconfig(name, user, nil, k.Server)
+	if err != nil {
+		k.tb.Fatal(err)
+	}
+	args := append([]string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--leader-elect=false",
+		"--cert-dir=" + filepath.Join(k.Dir, name+"-certs")}, extra...)
+	k.start(name, filepath.Join(k.Logs, name+".log"), filepath.Join(k.Bin, name), nil, args...)
 }
 
 // makePKI issues every certificate the components use.
@@ -378,68 +381,17 @@ func (k *Kube) writeCNIConfig() {
 	})
 }
 
-// containerdConfig is containerd's configuration for the node: CRI with
-// CNI, NRI's socket in NRIDir (which nrid's pod mounts), and the documented
-// restart configuration's containerd side: the default validator requires
-// the bridge plugin "nri-grpc", waived for pods with tolerateAnnotation.
+// containerdConfig is containerd's configuration for the node: the
+// scenarios' (Env.containerdConfig: CRI, NRI in Dir/nri, which nrid's pod
+// mounts) with the CNI plugins, and the documented restart configuration's
+// containerd side: the default validator requires the bridge plugin
+// "nri-grpc", waived for pods with tolerateAnnotation.
 func (k *Kube) containerdConfig() string {
-	return fmt.Sprintf(`# containerd %[2]s for the nri-grpc Kubernetes e2e suite: every path under %[1]s.
-version = 4
-root = '%[1]s/root'
-state = '%[1]s/state'
-temp = '%[1]s/tmp'
-
-[debug]
-  level = 'info'
-
-[plugins]
-  [plugins.'io.containerd.server.v1.grpc']
-    address = '%[1]s/containerd.sock'
-  [plugins.'io.containerd.server.v1.ttrpc']
-    address = '%[1]s/containerd.sock.ttrpc'
-
-  [plugins.'io.containerd.cri.v1.images']
-    snapshotter = 'overlayfs'
-    [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = '%[3]s'
-
-  [plugins.'io.containerd.cri.v1.runtime']
-    cdi_spec_dirs = ['%[1]s/cdi']
-    netns_mounts_under_state_dir = true
-    enable_criu = false
-    restrict_oom_score_adj = true
-    [plugins.'io.containerd.cri.v1.runtime'.containerd]
-      default_runtime_name = 'runc'
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-        runtime_type = 'io.containerd.runc.v2'
-        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-          BinaryName = '%[4]s'
-          Root = '%[1]s/runc'
-          SystemdCgroup = false
-    [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = ['%[5]s']
-      conf_dir = '%[1]s/cni/net.d'
-
-  [plugins.'io.containerd.internal.v1.opt']
-    path = '%[1]s/opt'
-  [plugins.'io.containerd.image-verifier.v1.bindir']
-    bin_dir = '%[1]s/opt/image-verifier/bin'
-  [plugins.'io.containerd.shim.v1.manager']
-    socket_dir = '%[1]s/s'
-
-  [plugins.'io.containerd.nri.v1.nri']
-    disable = false
-    disable_connections = false
-    socket_path = '%[6]s/nri.sock'
-    plugin_path = '%[6]s/plugins'
-    plugin_config_path = '%[6]s/conf.d'
-    plugin_registration_timeout = '5s'
-    plugin_request_timeout = '2s'
-    [plugins.'io.containerd.nri.v1.nri'.default_validator]
-      enable = true
-      required_plugins = ['nri-grpc']
-      tolerate_missing_plugins_annotation = '%[7]s'
-`, k.Dir, ContainerdVersion, PauseImage, suite.Runc, k.CNIBin, k.NRIDir, tolerateAnnotation)
+	return k.Env.containerdConfig(EnvOptions{
+		ContainerdRequired: []string{"nri-grpc"},
+		ContainerdTolerate: tolerateAnnotation,
+		CNIBinDir:          k.CNIBin,
+	})
 }
 
 // kubeletConfig is the kubelet's configuration: cgroupfs under the

@@ -462,8 +462,8 @@ func (k *Kube) WaitPodsReadyN(ns, selector string, n int, timeout time.Duration)
 	return pods
 }
 
-// prometheus runs a real Prometheus (Debian's package, installed when
-// missing) scraping nrid's pod, found through the API server by the
+// prometheus runs a real Prometheus (Debian's, extracted from its package
+// when missing) scraping nrid's pod, found through the API server by the
 // prometheus.io annotations the chart sets, over the pod network; then asks
 // its query API.
 func (k *Kube) prometheus(t *testing.T) {
@@ -539,26 +539,19 @@ type promSample struct {
 	Value  []any             `json:"value"`
 }
 
-// ensurePrometheus returns Debian's prometheus, installed with apt-get
-// when missing.
+// ensurePrometheus returns Debian's prometheus: on PATH, or extracted from
+// its package into .tmp/bin by deploy/prometheus/promtool.sh (apt-get
+// download: no package installed, no service started), as make check's
+// promtool is.
 func ensurePrometheus(tb testing.TB) string {
 	tb.Helper()
-	if p, err := exec.LookPath("prometheus"); err == nil {
-		return p
-	}
-	if _, err := exec.LookPath("apt-get"); err != nil {
-		tb.Fatal("prometheus is not installed and there is no apt-get: install prometheus")
-	}
-	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "--no-install-recommends", "prometheus"}} {
-		cmd := exec.Command("apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			tb.Fatalf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	p, err := exec.LookPath("prometheus")
+	cmd := exec.Command("bash", filepath.Join(suite.Repo, "deploy", "prometheus", "promtool.sh"), "prometheus")
+	cmd.Env = append(os.Environ(), "BIN="+filepath.Join(suite.Repo, ".tmp", "bin"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		tb.Fatal("apt-get installed prometheus but it is not on PATH")
+		tb.Fatalf("promtool.sh prometheus: %v\n%s", err, stderr.String())
 	}
-	return p
+	return strings.TrimSpace(string(out))
 }
