@@ -657,7 +657,7 @@ e2e: $(TESTSUM) ## End-to-end scenarios against containerd v2.4.2 + runc (root; 
 # make k8s-e2e: the single-node Kubernetes suite (TestKubernetes in
 # test/e2e, k8s_*_test.go): etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubelet built from the Go module proxy into
-# $(E2E_DIR)/cache once (test/e2e/kubernetes-build.sh, about 12 minutes
+# $(E2E_DIR)/cache once (test/e2e/kubernetes-build.sh, about 11 minutes
 # cold), containerd with CNI, nrid's and the example plugin's images (make
 # image, make plugin-image) installed with their Helm charts. Root.
 .PHONY: k8s-e2e
