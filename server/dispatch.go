@@ -400,18 +400,13 @@ func (s *Server) event(ctx context.Context, ev *eventInfo, req proto.Message, po
 // or one required until it registers again (RequireUntilRegistered), is not
 // registered.
 func (s *Server) checkRequired(ev *eventInfo, fl *flight) error {
-	order := fl.order
-	req := s.opts.validator.RequiredPlugins
-	if a := s.awaited.Load(); a != nil && len(*a) > 0 {
-		req = append(slices.Clone(req), *a...)
-	}
+	req := s.requiredPlugins()
 	if len(req) == 0 {
 		return nil
 	}
 	var missing []string
 	for _, name := range req {
-		if !slices.ContainsFunc(order, func(sl *slot) bool { return sl.full == name || sl.full[3:] == name }) &&
-			s.absentSelects(name, fl) {
+		if !registered(fl.order, name) && s.absentSelects(name, fl) {
 			missing = append(missing, name)
 		}
 	}
@@ -420,6 +415,23 @@ func (s *Server) checkRequired(ev *eventInfo, fl *flight) error {
 	}
 	return dispatchError(codes.Unavailable, nriv1beta1.DispatchOutcome_DISPATCH_OUTCOME_REQUIRED_UNAVAILABLE, missing,
 		"%s: required plugins %q not present", ev.name, missing)
+}
+
+// requiredPlugins is what checkRequired and MissingRequired check: the
+// operator's required plugins (validator's RequiredPlugins) and those
+// required until they register again (RequireUntilRegistered).
+func (s *Server) requiredPlugins() []string {
+	req := s.opts.validator.RequiredPlugins
+	if a := s.awaited.Load(); a != nil && len(*a) > 0 {
+		req = append(slices.Clone(req), *a...)
+	}
+	return req
+}
+
+// registered reports whether order has the plugin name refers to ("NN-name",
+// or "name" at any index).
+func registered(order []*slot, name string) bool {
+	return slices.ContainsFunc(order, func(sl *slot) bool { return sl.full == name || sl.full[3:] == name })
 }
 
 // skip records that p was not called for ev, after d, for a reason that is
@@ -502,18 +514,13 @@ func (s *Server) evicted(p *plugin, reason string) {
 // again (RequireUntilRegistered), that are not registered now, as they are
 // named there. nrid's metrics export them (nri_required_plugin_missing).
 func (s *Server) MissingRequired() []string {
-	req := s.opts.validator.RequiredPlugins
-	if a := s.awaited.Load(); a != nil && len(*a) > 0 {
-		req = append(slices.Clone(req), *a...)
-	}
 	var order []*slot
 	if o := s.order.Load(); o != nil {
 		order = *o
 	}
 	var missing []string
-	for _, name := range req {
-		if !slices.ContainsFunc(order, func(sl *slot) bool { return sl.full == name || sl.full[3:] == name }) &&
-			!slices.Contains(missing, name) {
+	for _, name := range s.requiredPlugins() {
+		if !registered(order, name) && !slices.Contains(missing, name) {
 			missing = append(missing, name)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 )
 
@@ -46,7 +47,7 @@ func ParseGoVersionM(r io.Reader) (map[string]Listed, error) {
 				return nil, fmt.Errorf("line %d: %q is neither a binary nor a field", n, line)
 			}
 			flush()
-			name, cur = baseName(line[:i]), Listed{GoVersion: line[i+2:]}
+			name, cur = filepath.Base(line[:i]), Listed{GoVersion: line[i+2:]}
 			continue
 		}
 		if name == "" {

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -156,7 +157,7 @@ func checkSBOMFiles(file, gomod string, bins []string) error {
 		if err != nil {
 			return err
 		}
-		sums[baseName(path)] = sum
+		sums[filepath.Base(path)] = sum
 	}
 	return CheckSBOM(data, listed, sums)
 }

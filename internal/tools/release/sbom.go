@@ -50,7 +50,7 @@ func ReadBinary(path string) (Binary, error) {
 	if err != nil {
 		return Binary{}, err
 	}
-	return Binary{Name: baseName(path), SHA256: sum, Info: info}, nil
+	return Binary{Name: filepath.Base(path), SHA256: sum, Info: info}, nil
 }
 
 func fileSHA256(path string) (string, error) {
@@ -65,8 +65,6 @@ func fileSHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-
-func baseName(path string) string { return filepath.Base(path) }
 
 // BOM is a CycloneDX 1.5 JSON document, the part of the schema we write.
 type BOM struct {
