@@ -267,7 +267,8 @@ func (r *Adaptation) Start() (err error) {
 		run.builtins = append(run.builtins, h)
 	}
 	ps, err := bridge.NewPluginSide(srv, bridge.WithPluginLogger(r.log.With("component", "classic-plugins")),
-		bridge.WithRegistrationTimeout(r.registrationTimeout), bridge.WithTTRPCOptions(r.clientOpts, r.serverOpts))
+		bridge.WithRegistrationTimeout(r.registrationTimeout), bridge.WithTTRPCOptions(r.clientOpts, r.serverOpts),
+		bridge.WithWasm(bridge.WasmConfig{MemoryLimit: uint64(cfg.Bridge.WasmMemoryLimit)}), bridge.WithPluginTracerProvider(ep.n.TracerProvider()))
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,6 @@ package adaptation_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -328,30 +326,6 @@ func TestMetricsAsUpstream(t *testing.T) {
 	}
 	if !slices.Contains(got[dropIn], "10-alpha:CreateContainer") || !slices.Contains(got[upstreamImpl], "10-alpha:CreateContainer") {
 		t.Fatalf("invocations: upstream %v, drop-in %v", got[upstreamImpl], got[dropIn])
-	}
-}
-
-// TestStartRefusesWasmPlugins: a WASM module in the plugin path fails Start
-// with a message naming it (nri-grpc runs no WASM plugins yet).
-func TestStartRefusesWasmPlugins(t *testing.T) {
-	dir := tempDir(t)
-	wasm := filepath.Join(dir, "10-wasm")
-	if err := os.WriteFile(wasm, []byte("\x00asm\x01\x00\x00\x00"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a, err := adaptation.New("rt", "1", (&runtime{}).dropInSyncFn, adaptation.UpdateFn((&runtime{}).updateFn),
-		adaptation.WithPluginPath(dir), adaptation.WithSocketPath(filepath.Join(dir, "nri.sock")),
-		adaptation.WithConfigFile(writeConfig(t, dir, "")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = a.Start()
-	if err == nil {
-		a.Stop()
-		t.Fatal("Start accepted a WASM plugin")
-	}
-	if !errors.Is(err, adaptation.ErrWasmDisabled) || !strings.Contains(err.Error(), wasm) {
-		t.Fatalf("error %q does not name the module or wrap ErrWasmDisabled", err)
 	}
 }
 

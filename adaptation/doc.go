@@ -34,8 +34,9 @@
 // request's bytes are the v1beta1 request's), not a hop.
 //
 // What differs from upstream, deliberately, is written down in
-// docs/embedding.md: a WASM module in the plugin path fails Start with an
-// error naming it (nri-grpc does not run WASM plugins yet), BlockPluginSync has nothing to hold back (plugins
+// docs/embedding.md: WASM plugins of the plugin path run sandboxed (a
+// memory limit, no host filesystem or network, a timeout that stops a
+// looping module; docs/wasm.md) and are loaded again when they die, BlockPluginSync has nothing to hold back (plugins
 // are synchronized from the server's own record of the events, never by
 // calling the runtime's SyncFn again), and the runtime's SyncFn is called
 // once, at Start.

@@ -43,17 +43,38 @@ func call[R unsafeDecoder](ctx context.Context, cc *classicConn, method string, 
 // as req and decodes the answer into rsp, if not nil. The answer is decoded
 // with the aliasing decoder: its bytes are a copy of the call's own.
 func (cc *classicConn) callEncoded(ctx context.Context, method string, req []byte, rsp unsafeDecoder) error {
-	out := &emptypb.Empty{}
-	if err := cc.client.Call(injectTrace(ctx), classicPluginService, method, encoded(req), out); err != nil {
-		return ttrpcError(err)
+	out, err := cc.tr.invoke(ctx, method, req)
+	if err != nil {
+		return err
 	}
 	if rsp == nil {
 		return nil
 	}
-	if err := rsp.UnmarshalVTUnsafe(answerBytes(out)); err != nil {
+	if err := rsp.UnmarshalVTUnsafe(out); err != nil {
 		return status.Errorf(codes.Internal, "bridge: undecodable answer of classic plugin %s to %s: %v", cc.full, method, err)
 	}
 	return nil
+}
+
+// transport carries a classic plugin's calls: ttrpc over its connection
+// (ttrpcTransport), or calls into its WebAssembly module (wasmTransport).
+type transport interface {
+	// invoke calls the classic method with the request encoded as req and
+	// returns the answer's encoding, which the caller may keep; errors are
+	// gRPC statuses.
+	invoke(ctx context.Context, method string, req []byte) ([]byte, error)
+}
+
+// ttrpcTransport calls a classic plugin over its ttrpc connection.
+type ttrpcTransport struct{ client *ttrpc.Client }
+
+// invoke implements transport.
+func (t ttrpcTransport) invoke(ctx context.Context, method string, req []byte) ([]byte, error) {
+	out := &emptypb.Empty{}
+	if err := t.client.Call(injectTrace(ctx), classicPluginService, method, encoded(req), out); err != nil {
+		return nil, ttrpcError(err)
+	}
+	return answerBytes(out), nil
 }
 
 // classicRuntimeService is the ttrpc service the bridge serves classic

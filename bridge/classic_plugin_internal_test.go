@@ -173,7 +173,7 @@ func newFakeClassicConn(t testing.TB) (*classicConn, *fakeClassic, *server.Serve
 		t.Fatal(err)
 	}
 	f := &fakeClassic{got: map[string]proto.Message{}, answer: map[string]proto.Message{}, unimplemented: map[string]bool{}}
-	cc := &classicConn{ps: &PluginSide{srv: srv, log: slog.New(slog.DiscardHandler)}, client: f.serve(t), full: "10-fake"}
+	cc := &classicConn{ps: &PluginSide{srv: srv, log: slog.New(slog.DiscardHandler)}, tr: ttrpcTransport{client: f.serve(t)}, full: "10-fake"}
 	return cc, f, srv
 }
 
@@ -319,7 +319,7 @@ func BenchmarkClassicCreateContainer(b *testing.B) {
 		}
 	})
 	b.Run("convert", func(b *testing.B) {
-		plugin := v1alpha1.NewPluginClient(cc.client)
+		plugin := v1alpha1.NewPluginClient(cc.tr.(ttrpcTransport).client)
 		b.ReportAllocs()
 		for b.Loop() {
 			in := convert(b, &nriv1beta1.CreateContainerRequest{Pod: req.Pod, Container: req.Container}, &v1alpha1.CreateContainerRequest{})

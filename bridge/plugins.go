@@ -16,6 +16,8 @@ import (
 	v1alpha1 "github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/net/multiplex"
 	"github.com/containerd/ttrpc"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -39,9 +41,13 @@ type PluginSide struct {
 	selectors func(full string) []*nriv1beta1.EventSelector // nil: none
 	ttrpcOpts ttrpcOptions
 
+	wasmCfg WasmConfig
+	tracer  trace.Tracer // spans of WASM plugin calls
+
 	mu       sync.Mutex
 	conns    map[*classicConn]struct{}
 	launched []*launchSlot // every slot Launch started, for WaitLaunched
+	wasm     wasmEngineRef // of the WASM plugins, once Launch found one
 }
 
 // ttrpcOptions are extra options of the ttrpc clients and servers of
@@ -62,6 +68,31 @@ type pluginOptions struct {
 	regWait   time.Duration
 	selectors func(full string) []*nriv1beta1.EventSelector
 	ttrpc     ttrpcOptions
+	wasm      WasmConfig
+	tracer    trace.TracerProvider
+}
+
+// WithPluginTracerProvider sets the tracer provider of the spans of WASM
+// plugin calls, which cross no connection that could carry them (default:
+// none). Classic plugins over ttrpc get the caller's trace in their
+// metadata instead.
+func WithPluginTracerProvider(tp trace.TracerProvider) PluginOption {
+	return func(o *pluginOptions) { o.tracer = tp }
+}
+
+// WasmConfig sets the sandbox of the WASM plugins Launch finds (package
+// wasm). Zero values keep the defaults.
+type WasmConfig struct {
+	// MemoryLimit is each module's memory limit in bytes
+	// (wasm.DefaultMemoryLimit).
+	MemoryLimit uint64
+	// CacheDir keeps compiled modules across restarts (default: memory).
+	CacheDir string
+}
+
+// WithWasm sets the sandbox of WASM plugins.
+func WithWasm(cfg WasmConfig) PluginOption {
+	return func(o *pluginOptions) { o.wasm = cfg }
 }
 
 // WithTTRPCOptions adds options to the ttrpc client that calls each classic
@@ -111,8 +142,15 @@ func NewPluginSide(srv *server.Server, opts ...PluginOption) (*PluginSide, error
 	if o.log == nil {
 		o.log = slog.Default()
 	}
-	return &PluginSide{srv: srv, log: o.log, regWait: o.regWait, selectors: o.selectors, ttrpcOpts: o.ttrpc,
-		conns: map[*classicConn]struct{}{}}, nil
+	if o.wasm.MemoryLimit > 1<<32 {
+		return nil, fmt.Errorf("bridge: WithWasm: a memory limit of %d bytes is over 4 GiB", o.wasm.MemoryLimit)
+	}
+	if o.tracer == nil {
+		o.tracer = tracenoop.NewTracerProvider()
+	}
+	return &PluginSide{srv: srv, log: o.log, regWait: o.regWait, selectors: o.selectors, ttrpcOpts: o.ttrpc, wasmCfg: o.wasm,
+		tracer: o.tracer.Tracer("github.com/nri-grpc/nri-grpc/bridge"),
+		conns:  map[*classicConn]struct{}{}}, nil
 }
 
 // Serve accepts classic plugins on lis (a unix socket, where unmodified
@@ -186,6 +224,12 @@ func (ps *PluginSide) Launch(ctx context.Context, sup *supervisor.Supervisor, di
 		ps.mu.Lock()
 		ps.launched = append(ps.launched, slot)
 		ps.mu.Unlock()
+		if IsWasm(p.Path) {
+			if err := ps.launchWasm(ctx, p, slot); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		var local *os.File
 		_, err := sup.Start(ctx, supervisor.Spec{
 			Name:  p.Name,
@@ -225,8 +269,7 @@ func (ps *PluginSide) Launch(ctx context.Context, sup *supervisor.Supervisor, di
 type classicConn struct {
 	nriv1beta1.UnimplementedPluginServiceServer
 	ps       *PluginSide
-	mux      multiplex.Mux
-	client   *ttrpc.Client
+	tr       transport
 	identity string
 	slot     *launchSlot
 	full     string
@@ -272,7 +315,7 @@ func (ps *PluginSide) handle(ctx context.Context, c net.Conn, identity string, s
 		return
 	}
 	defer func() { _ = tsrv.Close() }()
-	cc := &classicConn{ps: ps, mux: mux, client: client, identity: identity, slot: slot,
+	cc := &classicConn{ps: ps, tr: ttrpcTransport{client: client}, identity: identity, slot: slot,
 		regC: make(chan *v1alpha1.RegisterPluginRequest, 1), synced: make(chan struct{}), settled: make(chan struct{})}
 	defer cc.settle()
 	cc.serveRuntime(tsrv)

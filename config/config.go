@@ -209,6 +209,9 @@ type Bridge struct {
 	// ClassicConfigDir holds their configuration ("NN-name.conf" then
 	// "name.conf").
 	ClassicConfigDir string `toml:"classic_config_dir"`
+	// WasmMemoryLimit is the memory limit in bytes of each WASM plugin of
+	// ClassicPluginDir (0: wasm.DefaultMemoryLimit, 128 MiB).
+	WasmMemoryLimit int64 `toml:"wasm_memory_limit"`
 }
 
 // Configured reports whether any bridge key is set.
@@ -544,6 +547,9 @@ func (c *Config) checkOthers(fail failFunc) error {
 	}
 	if b := c.Bridge; b.PluginIndex != "" && (len(b.PluginIndex) != 2 || b.PluginIndex[0] < '0' || b.PluginIndex[0] > '9' || b.PluginIndex[1] < '0' || b.PluginIndex[1] > '9') {
 		return fail("bridge.plugin_index", "%q must be exactly two digits", b.PluginIndex)
+	}
+	if m := c.Bridge.WasmMemoryLimit; m != 0 && (m < 1<<20 || m > 1<<32) {
+		return fail("bridge.wasm_memory_limit", "%d bytes is not between 1 MiB and 4 GiB (0: the default of 128 MiB)", m)
 	}
 
 	if _, err := c.CompilePolicy(); err != nil {

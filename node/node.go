@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"os"
@@ -245,6 +246,11 @@ func (n *Node) Logger() *slog.Logger { return n.log }
 // Policy is the node's compiled policy ([[policy]] and [[plugin]]): the
 // one the server authorizes with.
 func (n *Node) Policy() *policy.Policy { return n.policy }
+
+// TracerProvider is the node's tracer provider (a no-op one when tracing
+// is off), for spans of calls that cross no gRPC connection (the bridge's
+// WASM plugins).
+func (n *Node) TracerProvider() trace.TracerProvider { return n.tracer.TracerProvider() }
 
 // Config is the configuration the node was built from; it must not be
 // modified.

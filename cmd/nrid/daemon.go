@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -190,7 +191,8 @@ func (d *daemon) startBridgePlugins(ctx context.Context, wg *sync.WaitGroup, l *
 		return nil, nil
 	}
 	ps, err := bridge.NewPluginSide(d.srv, bridge.WithPluginLogger(d.log.With("component", "bridge-plugins")),
-		bridge.WithRegistrationTimeout(d.cfg.Server.RegistrationTimeout.D()))
+		bridge.WithRegistrationTimeout(d.cfg.Server.RegistrationTimeout.D()),
+		bridge.WithWasm(d.wasmConfig()), bridge.WithPluginTracerProvider(d.n.TracerProvider()))
 	if err != nil {
 		return nil, err
 	}
@@ -259,4 +261,16 @@ func (d *daemon) watchRuntime(ctx context.Context) {
 		d.n.SetServing(false)
 		d.log.Warn("runtime detached: not serving until it attaches again")
 	}
+}
+
+// wasmConfig is the sandbox of the WASM plugins of
+// bridge.classic_plugin_dir: bridge.wasm_memory_limit, and compiled
+// modules kept in server.state_dir (when set), so that a restart does not
+// compile them again.
+func (d *daemon) wasmConfig() bridge.WasmConfig {
+	cfg := bridge.WasmConfig{MemoryLimit: uint64(d.cfg.Bridge.WasmMemoryLimit)}
+	if dir := d.cfg.Server.StateDir; dir != "" {
+		cfg.CacheDir = filepath.Join(dir, "wasm-cache")
+	}
+	return cfg
 }

@@ -40,6 +40,9 @@ const (
 	PluginKind_PLUGIN_KIND_IN_PROCESS PluginKind = 3
 	// A classic v1alpha1 (ttrpc) plugin behind the bridge.
 	PluginKind_PLUGIN_KIND_CLASSIC PluginKind = 4
+	// A WebAssembly module from the classic plugin directory, built against
+	// classic NRI's pkg/api and run in process, sandboxed (docs/wasm.md).
+	PluginKind_PLUGIN_KIND_WASM PluginKind = 5
 )
 
 // Enum value maps for PluginKind.
@@ -50,6 +53,7 @@ var (
 		2: "PLUGIN_KIND_LAUNCHED",
 		3: "PLUGIN_KIND_IN_PROCESS",
 		4: "PLUGIN_KIND_CLASSIC",
+		5: "PLUGIN_KIND_WASM",
 	}
 	PluginKind_value = map[string]int32{
 		"PLUGIN_KIND_UNSPECIFIED": 0,
@@ -57,6 +61,7 @@ var (
 		"PLUGIN_KIND_LAUNCHED":    2,
 		"PLUGIN_KIND_IN_PROCESS":  3,
 		"PLUGIN_KIND_CLASSIC":     4,
+		"PLUGIN_KIND_WASM":        5,
 	}
 )
 
@@ -1793,14 +1798,15 @@ const file_nri_v1beta1_admin_service_proto_rawDesc = "" +
 	"\x0flinux_resources\x18\x04 \x01(\v2\x1b.nri.v1beta1.LinuxResourcesR\x0elinuxResources\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12@\n" +
 	"\rnot_evaluated\x18\x06 \x03(\v2\x1b.nri.v1beta1.PluginInstanceR\fnotEvaluated\x123\n" +
-	"\x06record\x18\a \x01(\v2\x1b.nri.v1beta1.DispatchRecordR\x06record*\x90\x01\n" +
+	"\x06record\x18\a \x01(\v2\x1b.nri.v1beta1.DispatchRecordR\x06record*\xa6\x01\n" +
 	"\n" +
 	"PluginKind\x12\x1b\n" +
 	"\x17PLUGIN_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PLUGIN_KIND_REMOTE\x10\x01\x12\x18\n" +
 	"\x14PLUGIN_KIND_LAUNCHED\x10\x02\x12\x1a\n" +
 	"\x16PLUGIN_KIND_IN_PROCESS\x10\x03\x12\x17\n" +
-	"\x13PLUGIN_KIND_CLASSIC\x10\x04*\x9b\x01\n" +
+	"\x13PLUGIN_KIND_CLASSIC\x10\x04\x12\x14\n" +
+	"\x10PLUGIN_KIND_WASM\x10\x05*\x9b\x01\n" +
 	"\vPluginState\x12\x1c\n" +
 	"\x18PLUGIN_STATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18PLUGIN_STATE_CONFIGURING\x10\x01\x12\x1e\n" +

@@ -20,6 +20,7 @@ class PluginKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PLUGIN_KIND_LAUNCHED: _ClassVar[PluginKind]
     PLUGIN_KIND_IN_PROCESS: _ClassVar[PluginKind]
     PLUGIN_KIND_CLASSIC: _ClassVar[PluginKind]
+    PLUGIN_KIND_WASM: _ClassVar[PluginKind]
 
 class PluginState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -62,6 +63,7 @@ PLUGIN_KIND_REMOTE: PluginKind
 PLUGIN_KIND_LAUNCHED: PluginKind
 PLUGIN_KIND_IN_PROCESS: PluginKind
 PLUGIN_KIND_CLASSIC: PluginKind
+PLUGIN_KIND_WASM: PluginKind
 PLUGIN_STATE_UNSPECIFIED: PluginState
 PLUGIN_STATE_CONFIGURING: PluginState
 PLUGIN_STATE_SYNCHRONIZING: PluginState
