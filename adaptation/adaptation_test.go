@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/nri-grpc/nri-grpc/adaptation"
+	"github.com/nri-grpc/nri-grpc/internal/fixture"
 )
 
 // Pods and containers of the tests.
@@ -96,7 +96,7 @@ func TestSameAdjustmentsAsUpstream(t *testing.T) {
 		}
 		got[i] = rsp
 	}
-	if !proto.Equal(stripped(got[upstreamImpl]), stripped(got[dropIn])) {
+	if !proto.Equal(fixture.Stripped(got[upstreamImpl]), fixture.Stripped(got[dropIn])) {
 		t.Fatalf("CreateContainer answers differ:\nupstream: %v\ndrop-in:  %v", got[upstreamImpl], got[dropIn])
 	}
 	if got[dropIn].GetAdjust().GetAnnotations()["injected.beta"] != "ctr-1" {
@@ -198,7 +198,7 @@ func TestBuiltinPluginAsUpstream(t *testing.T) {
 		mu.Unlock()
 		got[i] = rsp
 	}
-	if !proto.Equal(stripped(got[upstreamImpl]), stripped(got[dropIn])) {
+	if !proto.Equal(fixture.Stripped(got[upstreamImpl]), fixture.Stripped(got[dropIn])) {
 		t.Fatalf("answers differ:\nupstream: %v\ndrop-in:  %v", got[upstreamImpl], got[dropIn])
 	}
 }
@@ -350,38 +350,3 @@ func TestEventsBeforeStartAndAfterStop(t *testing.T) {
 	}
 }
 
-// stripped is m without empty messages: upstream answers with its merge's
-// skeleton (empty hooks and resources messages, which change nothing), the
-// server without (DESIGN §5.5). The runtime applies both alike.
-func stripped[T proto.Message](m T) T {
-	c := proto.Clone(m).(T)
-	stripMessage(c.ProtoReflect())
-	return c
-}
-
-// stripMessage clears the empty message fields of m, deepest first, and
-// reports whether m is empty then.
-func stripMessage(m protoreflect.Message) bool {
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsList() && fd.Message() != nil:
-			l := v.List()
-			for i := 0; i < l.Len(); i++ {
-				stripMessage(l.Get(i).Message())
-			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
-			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-				stripMessage(mv.Message())
-				return true
-			})
-		case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
-			if stripMessage(v.Message()) {
-				m.Clear(fd)
-			}
-		}
-		return true
-	})
-	empty := true
-	m.Range(func(protoreflect.FieldDescriptor, protoreflect.Value) bool { empty = false; return false })
-	return empty
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/nri-grpc/nri-grpc/bridge"
 	"github.com/nri-grpc/nri-grpc/config"
 	nriv1beta1 "github.com/nri-grpc/nri-grpc/gen/go/nri/v1beta1"
+	"github.com/nri-grpc/nri-grpc/internal/fixture"
 	"github.com/nri-grpc/nri-grpc/internal/testplugin"
 	"github.com/nri-grpc/nri-grpc/internal/wasmbuild"
 	"github.com/nri-grpc/nri-grpc/server"
@@ -29,6 +30,10 @@ import (
 // plugin (internal/testplugin/wasmbad).
 var modules *wasmbuild.Cache
 
+// wasmCache is the plugin sides' compilation cache (WasmConfig.CacheDir):
+// a module is compiled once per test binary, not once per test.
+var wasmCache string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "nri-bridge-wasm-")
 	if err != nil {
@@ -36,6 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	modules = wasmbuild.NewCache(dir)
+	wasmCache = filepath.Join(dir, "compiled")
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
@@ -80,7 +86,8 @@ func newWasmDirs(t *testing.T, mods, confs map[string]string) wasmDirs {
 // with opts, and waits until each of want is registered.
 func launchWasm(t *testing.T, n *nrid, d wasmDirs, want []string, opts ...bridge.PluginOption) *bridge.PluginSide {
 	t.Helper()
-	ps, err := bridge.NewPluginSide(n.srv, append([]bridge.PluginOption{bridge.WithPluginLogger(testLogger(t))}, opts...)...)
+	ps, err := bridge.NewPluginSide(n.srv, append([]bridge.PluginOption{bridge.WithPluginLogger(testLogger(t)),
+		bridge.WithWasm(bridge.WasmConfig{CacheDir: wasmCache})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +166,10 @@ func wantAdjusted(t *testing.T, where string, adj *v1alpha1.ContainerAdjustment,
 func TestWasmDifferential(t *testing.T) {
 	const full = "30-wasm-adjuster"
 	d := newWasmDirs(t, map[string]string{full: adjusterPkg}, map[string]string{full: `{"env": {"TEAM": "blue"}}`})
+	// Upstream compiles the module when it loads it, within its request
+	// timeout for the first call: give a loaded machine time.
+	upstream.SetPluginRequestTimeout(wait())
+	t.Cleanup(func() { upstream.SetPluginRequestTimeout(upstream.DefaultPluginRequestTimeout) })
 	pod, ctr := wasmPod("1111:2222"), alphaCtr(1, 1)
 	badPod := wasmPod("lots")
 	ctx := context.Background()
@@ -245,7 +256,7 @@ func TestWasmDifferential(t *testing.T) {
 		}
 	}
 	for _, where := range []string{"drop-in", "nrid"} {
-		if !proto.Equal(results[where].adj, results["upstream"].adj) {
+		if !proto.Equal(fixture.Stripped(results[where].adj), fixture.Stripped(results["upstream"].adj)) {
 			t.Errorf("%s adjusts differently from upstream:\n  upstream: %v\n  %s: %v", where, results["upstream"].adj, where, results[where].adj)
 		}
 	}

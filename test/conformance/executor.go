@@ -271,7 +271,10 @@ func (e *execEnv) TryStartPlugin(t T, spec *PluginSpec) (Plugin, error) {
 		t.Fatalf("launching the executor of %s: %v", full, err)
 	}
 	t.Cleanup(p.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), Wait)
+	// Starting a process (a Node.js or Python interpreter, with parallel
+	// scenarios starting theirs) is what a loaded machine stretches most;
+	// nothing asserted depends on how long it takes.
+	ctx, cancel := context.WithTimeout(context.Background(), startWait)
 	defer cancel()
 	select {
 	case <-p.registered:
@@ -289,7 +292,7 @@ func (e *execEnv) TryStartPlugin(t T, spec *PluginSpec) (Plugin, error) {
 		}
 		return nil, fmt.Errorf("the executor of %s exited before the server answered its registration: %v", full, p.waitErr)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("the executor of %s did not register within %v", full, Wait)
+		return nil, fmt.Errorf("the executor of %s did not register within %v", full, startWait)
 	}
 }
 

@@ -20,6 +20,9 @@ import (
 // Wait is the generous bound on anything a scenario waits for.
 const Wait = 20 * time.Second
 
+// startWait bounds an executor's start, up to its registration.
+const startWait = 3 * Wait
+
 // shortCall is the request timeout of plugins that must time out: they
 // block until their call's context ends, so the value only bounds how long
 // a scenario waits, never what it asserts.
