@@ -349,4 +349,3 @@ func TestEventsBeforeStartAndAfterStop(t *testing.T) {
 		t.Fatal("the drop-in accepted a nil SyncFn")
 	}
 }
-
