@@ -268,7 +268,7 @@ func (r *Adaptation) Start() (err error) {
 	}
 	ps, err := bridge.NewPluginSide(srv, bridge.WithPluginLogger(r.log.With("component", "classic-plugins")),
 		bridge.WithRegistrationTimeout(r.registrationTimeout), bridge.WithTTRPCOptions(r.clientOpts, r.serverOpts),
-		bridge.WithWasm(bridge.WasmConfig{MemoryLimit: uint64(cfg.Bridge.WasmMemoryLimit)}), bridge.WithPluginTracerProvider(ep.n.TracerProvider()))
+		bridge.WithWasm(bridge.WasmConfig{MemoryLimit: uint64(cfg.Wasm.MemoryLimit), CacheDir: cfg.Wasm.CacheDir}), bridge.WithPluginTracerProvider(ep.n.TracerProvider()))
 	if err != nil {
 		return err
 	}

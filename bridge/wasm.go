@@ -54,7 +54,7 @@ func (ps *PluginSide) wasmEngine(ctx context.Context) (*wasm.Engine, error) {
 	if ps.wasm != nil {
 		return ps.wasm, nil
 	}
-	opts := []wasm.Option{wasm.WithLogger(ps.log.With("component", "wasm"))}
+	opts := []wasm.Option{wasm.WithLogger(ps.log.With("component", "wasm")), wasm.WithInitTimeout(ps.regWait)}
 	if ps.wasmCfg.MemoryLimit > 0 {
 		opts = append(opts, wasm.WithMemoryLimit(ps.wasmCfg.MemoryLimit))
 	}
@@ -113,9 +113,7 @@ func (ps *PluginSide) launchWasm(ctx context.Context, p supervisor.Plugin, slot 
 // runWasm loads, registers and runs p once: it returns why it ended.
 func (ps *PluginSide) runWasm(ctx context.Context, eng *wasm.Engine, p supervisor.Plugin, slot *launchSlot) error {
 	full := p.FullName()
-	lctx, cancel := context.WithTimeout(ctx, ps.regWait)
-	mod, err := eng.Load(lctx, p.Path, full)
-	cancel()
+	mod, err := eng.Load(ctx, p.Path, full)
 	if err != nil {
 		ps.log.Error("loading WASM plugin", "plugin", full, "path", p.Path, "error", err)
 		return err

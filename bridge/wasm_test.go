@@ -213,7 +213,8 @@ func TestWasmDifferential(t *testing.T) {
 	// The drop-in with the same plugin path.
 	dir := tempDir(t)
 	cfg := filepath.Join(dir, "nri-grpc.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[server]\nsocket = %q\nplugin_socket_dir = %q\n", filepath.Join(dir, "g.sock"), filepath.Join(dir, "p.d"))), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[server]\nsocket = %q\nplugin_socket_dir = %q\n[wasm]\ncache_dir = %q\n",
+		filepath.Join(dir, "g.sock"), filepath.Join(dir, "p.d"), wasmCache)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	di, err := dropin.New("rt", "1", func(ctx context.Context, cb dropin.SyncCB) error { _, err := cb(ctx, nil, nil); return err }, update,

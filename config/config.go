@@ -61,6 +61,8 @@ type Config struct {
 	Validator validate.Config `toml:"validator"`
 	// Launch: pre-launched gRPC plugins.
 	Launch Launch `toml:"launch"`
+	// Wasm: the sandbox of WASM plugins.
+	Wasm Wasm `toml:"wasm"`
 	// Bridge: the ttrpc bridge (see docs/bridge.md).
 	Bridge Bridge `toml:"bridge"`
 	// Plugins are the operator's per-plugin policy ([[plugin]]).
@@ -209,9 +211,19 @@ type Bridge struct {
 	// ClassicConfigDir holds their configuration ("NN-name.conf" then
 	// "name.conf").
 	ClassicConfigDir string `toml:"classic_config_dir"`
-	// WasmMemoryLimit is the memory limit in bytes of each WASM plugin of
-	// ClassicPluginDir (0: wasm.DefaultMemoryLimit, 128 MiB).
-	WasmMemoryLimit int64 `toml:"wasm_memory_limit"`
+}
+
+// Wasm configures the sandbox of WASM plugins: the modules of
+// bridge.classic_plugin_dir in nrid, of the runtime's plugin path in the
+// drop-in (docs/wasm.md).
+type Wasm struct {
+	// MemoryLimit is each module's memory limit in bytes (0:
+	// wasm.DefaultMemoryLimit, 128 MiB).
+	MemoryLimit int64 `toml:"memory_limit"`
+	// CacheDir keeps compiled modules across restarts (mode 0700, refused
+	// when others may write it); "": nrid uses server.state_dir/wasm-cache
+	// when state_dir is set, the drop-in compiles at every start.
+	CacheDir string `toml:"cache_dir"`
 }
 
 // Configured reports whether any bridge key is set.
@@ -548,8 +560,11 @@ func (c *Config) checkOthers(fail failFunc) error {
 	if b := c.Bridge; b.PluginIndex != "" && (len(b.PluginIndex) != 2 || b.PluginIndex[0] < '0' || b.PluginIndex[0] > '9' || b.PluginIndex[1] < '0' || b.PluginIndex[1] > '9') {
 		return fail("bridge.plugin_index", "%q must be exactly two digits", b.PluginIndex)
 	}
-	if m := c.Bridge.WasmMemoryLimit; m != 0 && (m < 1<<20 || m > 1<<32) {
-		return fail("bridge.wasm_memory_limit", "%d bytes is not between 1 MiB and 4 GiB (0: the default of 128 MiB)", m)
+	if d := c.Wasm.CacheDir; d != "" && !filepath.IsAbs(d) {
+		return fail("wasm.cache_dir", "%q is not an absolute path", d)
+	}
+	if m := c.Wasm.MemoryLimit; m != 0 && (m < 1<<20 || m > 1<<32) {
+		return fail("wasm.memory_limit", "%d bytes is not between 1 MiB and 4 GiB (0: the default of 128 MiB)", m)
 	}
 
 	if _, err := c.CompilePolicy(); err != nil {

@@ -27,6 +27,9 @@ const (
 	// maxSleep is the longest a module's sleep blocks before it returns to
 	// the module, where a done context closes it.
 	maxSleep = time.Millisecond
+	// DefaultInitTimeout bounds a module's initialization without
+	// WithInitTimeout.
+	DefaultInitTimeout = 5 * time.Second
 )
 
 // Option configures an Engine; pass options to NewEngine.
@@ -38,6 +41,15 @@ type options struct {
 	maxMessage  uint32
 	log         *slog.Logger
 	cacheDir    string
+	initTimeout time.Duration
+}
+
+// WithInitTimeout bounds a module's initialization at load, its
+// "_initialize" and "plugin_api_version" (DefaultInitTimeout): a module
+// that loops there is stopped. Compilation is the host's work and is not
+// bounded by it.
+func WithInitTimeout(d time.Duration) Option {
+	return func(o *options) { o.initTimeout = d }
 }
 
 // WithMemoryLimit sets each module's memory limit in bytes
@@ -83,7 +95,7 @@ type Engine struct {
 
 // NewEngine creates an engine. It fails for invalid options.
 func NewEngine(opts ...Option) (*Engine, error) {
-	o := options{memoryLimit: DefaultMemoryLimit, maxMessage: DefaultMaxMessageSize}
+	o := options{memoryLimit: DefaultMemoryLimit, maxMessage: DefaultMaxMessageSize, initTimeout: DefaultInitTimeout}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -94,6 +106,9 @@ func NewEngine(opts ...Option) (*Engine, error) {
 	}
 	if o.maxMessage == 0 || o.maxMessage >= 1<<31 {
 		return nil, fmt.Errorf("wasm: WithMaxMessageSize: %d bytes is not in (0, 2 GiB)", o.maxMessage)
+	}
+	if o.initTimeout <= 0 {
+		return nil, fmt.Errorf("wasm: WithInitTimeout: %v is not positive", o.initTimeout)
 	}
 	if o.log == nil {
 		o.log = slog.Default()
@@ -150,9 +165,9 @@ func (e *Engine) Close(ctx context.Context) error {
 
 // Load reads the module at path, compiles and instantiates it in a
 // runtime of its own, and checks that it exports upstream's plugin ABI.
-// name (the plugin's "NN-name") labels its log lines. ctx bounds the
-// compilation and the module's initialization (a module that loops in its
-// initialization is stopped when ctx is done).
+// name (the plugin's "NN-name") labels its log lines. ctx cancels the load;
+// the module's initialization is bounded by WithInitTimeout too (a module
+// that loops in its initialization is stopped).
 func (e *Engine) Load(ctx context.Context, path, name string) (*Plugin, error) {
 	code, err := os.ReadFile(path)
 	if err != nil {
@@ -203,12 +218,14 @@ func (e *Engine) LoadBytes(ctx context.Context, code []byte, name string) (*Plug
 		WithSysWalltime().WithSysNanotime().
 		WithNanosleep(func(ns int64) { time.Sleep(min(time.Duration(ns), maxSleep)) }).
 		WithRandSource(rand.Reader)
-	mod, err := rt.InstantiateModule(ctx, compiled, mc)
+	ictx, cancel := context.WithTimeout(ctx, e.opts.initTimeout)
+	defer cancel()
+	mod, err := rt.InstantiateModule(ictx, compiled, mc)
 	if err != nil {
-		return fail(fmt.Errorf("wasm: initializing %s: %w", name, callError(ctx, err)))
+		return fail(fmt.Errorf("wasm: initializing %s: %w", name, callError(ictx, err)))
 	}
 	p.mod = mod
-	if err := p.bind(ctx); err != nil {
+	if err := p.bind(ictx); err != nil {
 		return fail(fmt.Errorf("wasm: %s: %w", name, err))
 	}
 	e.mu.Lock()

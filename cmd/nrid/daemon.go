@@ -264,12 +264,12 @@ func (d *daemon) watchRuntime(ctx context.Context) {
 }
 
 // wasmConfig is the sandbox of the WASM plugins of
-// bridge.classic_plugin_dir: bridge.wasm_memory_limit, and compiled
-// modules kept in server.state_dir (when set), so that a restart does not
-// compile them again.
+// bridge.classic_plugin_dir: wasm.memory_limit, and compiled modules kept
+// in wasm.cache_dir or else server.state_dir/wasm-cache (when state_dir is
+// set), so that a restart does not compile them again.
 func (d *daemon) wasmConfig() bridge.WasmConfig {
-	cfg := bridge.WasmConfig{MemoryLimit: uint64(d.cfg.Bridge.WasmMemoryLimit)}
-	if dir := d.cfg.Server.StateDir; dir != "" {
+	cfg := bridge.WasmConfig{MemoryLimit: uint64(d.cfg.Wasm.MemoryLimit), CacheDir: d.cfg.Wasm.CacheDir}
+	if dir := d.cfg.Server.StateDir; dir != "" && cfg.CacheDir == "" {
 		cfg.CacheDir = filepath.Join(dir, "wasm-cache")
 	}
 	return cfg
