@@ -266,7 +266,7 @@ func TestWasmDifferential(t *testing.T) {
 // wasmServer is an nrid server whose CreateContainer the tests call
 // directly.
 func wasmServer(t *testing.T, opts ...server.Option) *nrid {
-	return startNrid(t, append([]server.Option{server.WithRequestTimeout(time.Second)}, opts...)...)
+	return startNrid(t, append([]server.Option{server.WithRequestTimeout(2 * time.Second)}, opts...)...)
 }
 
 // createIn runs a pod and creates a container in srv.
@@ -383,7 +383,7 @@ func TestWasmCrashEvictsOnlyIt(t *testing.T) {
 // loaded again.
 func TestWasmTimeoutStopsAndEvicts(t *testing.T) {
 	fm := &evictions{}
-	n := wasmServer(t, server.WithRequestTimeout(300*time.Millisecond), server.WithMetrics(fm))
+	n := wasmServer(t, server.WithMetrics(fm))
 	d := newWasmDirs(t, map[string]string{"20-wasmbad": badPkg, "30-wasm-adjuster": adjusterPkg},
 		map[string]string{"20-wasmbad": `{"mode": "loop"}`, "30-wasm-adjuster": `{"env": {"TEAM": "blue"}}`})
 	launchWasm(t, n, d, []string{"20-wasmbad", "30-wasm-adjuster"})

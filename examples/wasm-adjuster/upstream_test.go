@@ -6,18 +6,19 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/containerd/nri/pkg/adaptation"
-
-	"github.com/nri-grpc/nri-grpc/internal/wasmbuild"
 )
 
-// modules builds the WASM plugin once for this test binary.
-var modules *wasmbuild.Cache
+// module is the plugin built as WebAssembly once for this test binary, the
+// way its README says: this package, GOOS=wasip1 GOARCH=wasm,
+// -buildmode=c-shared.
+var module string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "wasm-adjuster-")
@@ -25,7 +26,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	modules = wasmbuild.NewCache(dir)
+	module = filepath.Join(dir, "30-wasm-adjuster.wasm")
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", module, ".")
+	// GOFLAGS may hold flags of the test's own build (-race) that wasip1
+	// has not.
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the WASM plugin: %v\n%s", err, out)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	// Upstream's request timeout (2 s) bounds Configure and every event of
 	// a WASM plugin; no test here is about it, and on a loaded machine a
 	// call into a freshly loaded module can take longer.
@@ -40,7 +50,7 @@ func TestMain(m *testing.M) {
 // starts upstream NRI's adaptation on them.
 func startUpstream(t *testing.T, cfg string) *adaptation.Adaptation {
 	t.Helper()
-	module, err := os.ReadFile(modules.Path(t, "examples/wasm-adjuster"))
+	code, err := os.ReadFile(module)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +62,7 @@ func startUpstream(t *testing.T, cfg string) *adaptation.Adaptation {
 		}
 	}
 	// Upstream launches only executable files of the plugin directory.
-	if err := os.WriteFile(filepath.Join(pluginDir, "30-wasm-adjuster"), module, 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(pluginDir, "30-wasm-adjuster"), code, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(confDir, "30-wasm-adjuster.conf"), []byte(cfg), 0o644); err != nil {

@@ -115,4 +115,6 @@ func TestWasmSpecsIdentical(t *testing.T) {
 }
 
 // quoteTOML quotes s as a TOML basic string.
-func quoteTOML(s string) string { return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"` }
+func quoteTOML(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
+}
