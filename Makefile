@@ -258,6 +258,8 @@ lint: $(BUF) lint-go ## lint-go, then buf lint, buf format check, gofmt check (e
 	pkgs="$$($(GO) list ./...)"
 	echo "+ go vet ./..."
 	if [[ -n "$$pkgs" ]]; then $(GO) vet $$pkgs; else echo "go vet: no Go packages yet"; fi
+	echo "+ go vet -tags nri_no_wasm (the build without WASM support)"
+	$(GO) vet -tags nri_no_wasm ./wasm/ ./bridge/ ./adaptation/ ./cmd/nrid/
 	echo "+ gofmt -l, go vet (tools/testsum)"
 	unformatted="$$(gofmt -l tools/testsum)"
 	if [[ -n "$$unformatted" ]]; then echo "gofmt: $$unformatted needs formatting" >&2; exit 1; fi
@@ -329,6 +331,9 @@ go-test: $(GRPCURL) $(TESTSUM) ## Go tests: -race on server/, bridge/ and plugin
 	  r1=0; r2=0
 	  CGO_ENABLED=1 $(GO) test -json -count=1 -race $$race || r1=$$?
 	  $(GO) test -json -count=1 $$plain || r2=$$?
+	  # Built without WASM support (upstream's tag nri_no_wasm), the
+	  # drop-in refuses a WASM module at Start.
+	  $(GO) test -json -count=1 -tags nri_no_wasm -run Wasm ./adaptation/ || r2=$$?
 	  exit $$((r1 | r2))
 	} 2>&1 | $(TESTSUM) go -suite go-test -dir $(REPORT_DIR)
 
