@@ -35,9 +35,12 @@ type wasmTransport struct {
 
 // invoke implements transport.
 func (t wasmTransport) invoke(ctx context.Context, method string, req []byte) ([]byte, error) {
-	ctx, span := t.tracer.Start(ctx, "nri.wasm/"+method, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("nri.plugin", t.mod.Name()), attribute.Int("nri.request_bytes", len(req))))
+	ctx, span := t.tracer.Start(ctx, "nri.wasm/"+method, trace.WithSpanKind(trace.SpanKindClient))
 	defer span.End()
+	if !span.IsRecording() { // tracing off: nothing more on the event's path
+		return t.mod.Call(ctx, method, req)
+	}
+	span.SetAttributes(attribute.String("nri.plugin", t.mod.Name()), attribute.Int("nri.request_bytes", len(req)))
 	out, err := t.mod.Call(ctx, method, req)
 	if err != nil {
 		span.SetStatus(otelcodes.Error, status.Convert(err).Message())
@@ -84,7 +87,6 @@ func (ps *PluginSide) launchWasm(ctx context.Context, p supervisor.Plugin, slot 
 		return fmt.Errorf("WASM plugin %s: %w", p.FullName(), err)
 	}
 	go func() {
-		defer slot.settle()
 		backoff := supervisor.DefaultInitialBackoff
 		for {
 			start := time.Now()

@@ -180,14 +180,8 @@ func (p *Plugin) Call(ctx context.Context, method string, req []byte) ([]byte, e
 		return nil, p.deadErr()
 	default:
 	}
-	out, err := p.call(ctx, fn, req)
-	if err != nil {
-		if p.mod.IsClosed() {
-			p.die(err)
-		}
-		return nil, err
-	}
-	return out, nil
+	// A failure that ends the module marks it dead in call (fatal).
+	return p.call(ctx, fn, req)
 }
 
 // deadErr is the error of a call to a dead module.
