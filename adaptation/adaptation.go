@@ -82,6 +82,7 @@ type running struct {
 	stopping atomic.Bool // Stop began
 	wg       sync.WaitGroup
 	sup      *supervisor.Supervisor
+	plugins  *bridge.PluginSide // nil until Start created it
 	builtins []*server.Handle
 	classic  *net.UnixListener
 	grpc     *endpoints // nil when external connections are disabled
@@ -272,6 +273,7 @@ func (r *Adaptation) Start() (err error) {
 	if err != nil {
 		return err
 	}
+	run.plugins = ps
 	run.sup = supervisor.New(supervisor.WithLogger(r.log.With("component", "supervisor")))
 	if err := ps.Launch(ctx, run.sup, r.pluginPath, r.dropinPath); err != nil {
 		r.log.Warn("starting pre-launched NRI plugins", "dir", r.pluginPath, "error", err)
@@ -368,6 +370,9 @@ func (r *Adaptation) stopRunning(run *running) {
 	}
 	run.cancel()
 	run.wg.Wait()
+	if run.plugins != nil {
+		run.plugins.Wait() // the WASM plugins end with run's context
+	}
 }
 
 // server returns the running server, nil before Start and after Stop.

@@ -96,7 +96,7 @@ func Run(cfg Config) error {
 	for _, sc := range []struct {
 		name string
 		run  func() error
-	}{{scCreate, b.create}, {scLifecycle, b.lifecycle}, {scSync, b.sync}, {scBridge, b.bridge}, {scRSS, b.rss}, {scIsolation, b.isolation}, {scDropin, b.dropin}} {
+	}{{scCreate, b.create}, {scLifecycle, b.lifecycle}, {scSync, b.sync}, {scBridge, b.bridge}, {scRSS, b.rss}, {scIsolation, b.isolation}, {scDropin, b.dropin}, {scWasm, b.wasm}} {
 		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, sc.name) {
 			continue
 		}
@@ -250,6 +250,7 @@ func (b *bencher) report(w io.Writer) {
 			return fmt.Sprintf("p99 %s", signed(added.Seconds()))
 		})
 	b.dropinReport(w)
+	b.wasmReport(w)
 	b.scalingReport(w)
 }
 
@@ -365,6 +366,7 @@ func (b *bencher) summary() string {
 		add(fmt.Sprintf("%s %s", s, mark(added <= isolationTarget)))
 	}
 	b.dropinSummary(add)
+	b.wasmSummary(add)
 	k := key{scRSS, "N=10000", "nrid"}
 	if v, ok := r.median(k, mRSS); ok {
 		s := fmt.Sprintf("nrid RSS 10k %.0f MB", v/(1<<20))

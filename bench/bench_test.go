@@ -271,3 +271,46 @@ func TestQuickSmoke(t *testing.T) {
 type testWriter []byte
 
 func (w *testWriter) Write(b []byte) (int, error) { *w = append(*w, b...); return len(b), nil }
+
+// TestWasmScenario runs the wasm scenario with tiny counts at K = 0 and 1:
+// the module built, loaded by upstream pkg/adaptation and by the drop-in
+// (every answer carrying the plugin's adjustment), the runtime processes'
+// memory, and the rows and summary item they make.
+func TestWasmScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a WASM module, which both sides compile")
+	}
+	b := &bencher{cfg: &Config{Runs: 1}, res: newResults(), logf: t.Logf, sz: sizes{wasm: map[int]int{0: 10, 1: 10}}}
+	if err := b.wasm(); err != nil {
+		t.Fatal(err)
+	}
+	if b.wasmSkipped != "" {
+		t.Fatalf("skipped: %s", b.wasmSkipped)
+	}
+	for _, side := range []string{sideWasmUpstream, sideWasmDropin} {
+		for _, cfg := range []string{"K=0 seq", "K=0 conc16", "K=1 seq", "K=1 conc16"} {
+			if v, ok := b.res.median(key{scWasm, cfg, side}, mOps); !ok || v <= 0 {
+				t.Errorf("%s, %s: calls/s %v (measured: %v)", side, cfg, v, ok)
+			}
+		}
+		base, ok0 := b.res.median(key{scWasmLoad, "K=0", side}, mRSS)
+		one, ok1 := b.res.median(key{scWasmLoad, "K=1", side}, mRSS)
+		if !ok0 || !ok1 || one <= base {
+			t.Errorf("%s: VmRSS %v with no plugin, %v with one: want it to grow", side, base, one)
+		}
+		if v, ok := b.res.median(key{scWasmLoad, "K=1", side}, mStart); !ok || v <= 0 {
+			t.Errorf("%s: Start %v (measured: %v)", side, v, ok)
+		}
+	}
+	var out testWriter
+	b.report(&out)
+	t.Log("\n" + string(out))
+	for _, want := range []string{"wasm — CreateContainer", "wasm load — Start", sideWasmUpstream, sideWasmDropin, "K=1 conc16", "Start +", "VmRSS +"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if s := b.summary(); !strings.Contains(s, "wasm K=1 ") || !strings.Contains(s, "RSS per plugin") {
+		t.Errorf("the summary lacks the wasm item: %s", s)
+	}
+}

@@ -25,7 +25,7 @@ const (
 )
 
 // Scenarios lists every scenario in the order they run.
-var Scenarios = []string{scCreate, scLifecycle, scSync, scBridge, scRSS, scIsolation, scDropin}
+var Scenarios = []string{scCreate, scLifecycle, scSync, scBridge, scRSS, scIsolation, scDropin, scWasm}
 
 // sizes are the operation counts of one mode.
 type sizes struct {
@@ -37,6 +37,7 @@ type sizes struct {
 	rssSettle  time.Duration
 	dropin     map[int]int // the dropin scenario's calls per window by K
 	dropinMemN int         // the dropin scenario's containers for its memory
+	wasm       map[int]int // the wasm scenario's calls per window by K (K=0: the baseline)
 }
 
 var (
@@ -49,6 +50,7 @@ var (
 		rssSettle:  2 * time.Second,
 		dropin:     map[int]int{1: 4000, 3: 1500, 8: 600},
 		dropinMemN: 10000,
+		wasm:       map[int]int{0: 4000, 1: 4000, 3: 1500, 8: 600},
 	}
 	quickSizes = sizes{
 		createSeq:  map[int]int{1: 1000, 3: 400, 8: 160, 16: 60},
@@ -59,6 +61,7 @@ var (
 		rssSettle:  500 * time.Millisecond,
 		dropin:     map[int]int{1: 300, 3: 120, 8: 50},
 		dropinMemN: 2000,
+		wasm:       map[int]int{0: 300, 1: 300}, // K = 3 and 8 in full mode only: each upstream load compiles the module
 	}
 )
 
@@ -82,7 +85,10 @@ type bencher struct {
 	// dropinNoGRPC says why the dropin scenario measured no gRPC plugins
 	// ("" when it did).
 	dropinNoGRPC string
-	logf         func(format string, args ...any)
+	// wasmSkipped says why the wasm scenario measured nothing ("" when it
+	// ran).
+	wasmSkipped string
+	logf        func(format string, args ...any)
 }
 
 func (b *bencher) pods(n int) int {

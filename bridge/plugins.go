@@ -48,6 +48,9 @@ type PluginSide struct {
 	conns    map[*classicConn]struct{}
 	launched []*launchSlot // every slot Launch started, for WaitLaunched
 	wasm     wasmEngineRef // of the WASM plugins, once Launch found one
+	// wasmRuns are the goroutines of WASM plugins and of their engine
+	// (Wait).
+	wasmRuns sync.WaitGroup
 }
 
 // ttrpcOptions are extra options of the ttrpc clients and servers of
@@ -212,6 +215,13 @@ func (ps *PluginSide) WaitLaunched(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Wait waits until the goroutines that Launch started for WASM plugins (and
+// their engine, which closes their compiled code) ended, which they do once
+// Launch's context is done or the server's Shutdown began. A runtime embedding the server calls it after
+// cancelling that context, so that nothing of its plugins runs after its
+// own Stop returned.
+func (ps *PluginSide) Wait() { ps.wasmRuns.Wait() }
 
 // Launch starts the classic plugins of dir the classic way (a socketpair on
 // fd 3, and only NRI_PLUGIN_NAME, NRI_PLUGIN_IDX and NRI_PLUGIN_SOCKET=3 in

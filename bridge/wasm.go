@@ -50,7 +50,7 @@ func (t wasmTransport) invoke(ctx context.Context, method string, req []byte) ([
 }
 
 // wasmEngine returns the engine of the PluginSide's WASM plugins, created
-// at the first one; it is closed when ctx is done.
+// at the first one; it is closed when ctx is done or the server stops.
 func (ps *PluginSide) wasmEngine(ctx context.Context) (*wasm.Engine, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -69,30 +69,33 @@ func (ps *PluginSide) wasmEngine(ctx context.Context) (*wasm.Engine, error) {
 		return nil, err
 	}
 	ps.wasm = eng
-	go func() {
-		<-ctx.Done()
+	ps.wasmRuns.Go(func() {
+		select {
+		case <-ctx.Done():
+		case <-ps.srv.Stopping(): // no plugin is loaded after that
+		}
 		_ = eng.Close(context.WithoutCancel(ctx))
-	}()
+	})
 	return eng, nil
 }
 
 // launchWasm runs pre-launched plugin p, a WebAssembly module, in
 // process: loaded, registered under its launch slot like a launched
 // classic plugin, and loaded again with the supervisor's backoff whenever
-// it dies or is evicted, until ctx is done.
+// it dies or is evicted, until ctx is done or the server stops.
 func (ps *PluginSide) launchWasm(ctx context.Context, p supervisor.Plugin, slot *launchSlot) error {
 	eng, err := ps.wasmEngine(ctx)
 	if err != nil {
 		slot.settle()
 		return fmt.Errorf("WASM plugin %s: %w", p.FullName(), err)
 	}
-	go func() {
+	ps.wasmRuns.Go(func() {
 		backoff := supervisor.DefaultInitialBackoff
 		for {
 			start := time.Now()
 			err := ps.runWasm(ctx, eng, p, slot)
 			slot.settle()
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || ps.serverStopping() {
 				return
 			}
 			if time.Since(start) >= supervisor.DefaultBackoffReset {
@@ -108,8 +111,19 @@ func (ps *PluginSide) launchWasm(ctx context.Context, p supervisor.Plugin, slot 
 			}
 			backoff = min(2*backoff, supervisor.DefaultMaxBackoff)
 		}
-	}()
+	})
 	return nil
+}
+
+// serverStopping reports whether the server's Shutdown began: its plugins
+// end with "server stopping", and are not loaded again.
+func (ps *PluginSide) serverStopping() bool {
+	select {
+	case <-ps.srv.Stopping():
+		return true
+	default:
+		return false
+	}
 }
 
 // runWasm loads, registers and runs p once: it returns why it ended.

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -374,6 +375,32 @@ func TestWasmCrashEvictsOnlyIt(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestWasmServerStopEndsThem: when the server stops, its WASM plugins end
+// ("server stopping") and are not loaded again: the plugin side's
+// goroutines and engine end with the server, before Launch's context does
+// (Wait returns), with nothing more to say in the log.
+func TestWasmServerStopEndsThem(t *testing.T) {
+	n := wasmServer(t)
+	d := newWasmDirs(t, map[string]string{"30-wasm-adjuster": adjusterPkg}, nil)
+	var logs lockedBuffer
+	ps := launchWasm(t, n, d, []string{"30-wasm-adjuster"}, bridge.WithPluginLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
+	defer cancel()
+	if err := n.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { ps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the WASM plugin side still runs after the server stopped")
+	}
+	if out := logs.String(); strings.Contains(out, "loading it again") || strings.Contains(out, "WARN") {
+		t.Errorf("the plugin side warned after the server stopped:\n%s", out)
 	}
 }
 

@@ -3,10 +3,12 @@ package wasm
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -87,10 +89,32 @@ func WithCacheDir(dir string) Option {
 type Engine struct {
 	opts  options
 	cache wazero.CompilationCache
+	// slots bounds the compilations that run at once (GOMAXPROCS): one
+	// takes many times the module's size in memory while it runs.
+	slots chan struct{}
 
 	mu      sync.Mutex
 	plugins map[*Plugin]struct{}
 	closed  bool
+	// compiling serializes the compilations of one module (by the SHA-256
+	// of its code), so that copies loaded at once are compiled once: the
+	// first compiles, the others wait for it and find the code in the
+	// cache. compiled are the modules compiled so far.
+	compiling map[moduleKey]*compileTurn
+	compiled  map[moduleKey]struct{}
+	// compilations counts the compilations of modules not compiled
+	// before (the cache's misses).
+	compilations int
+}
+
+// moduleKey names a module by its code's SHA-256.
+type moduleKey = [sha256.Size]byte
+
+// compileTurn is the turn to compile one module: a token channel held
+// while compiling, and how many loads wait for it (guarded by Engine.mu).
+type compileTurn struct {
+	token chan struct{}
+	refs  int
 }
 
 // NewEngine creates an engine. It fails for invalid options.
@@ -113,7 +137,8 @@ func NewEngine(opts ...Option) (*Engine, error) {
 	if o.log == nil {
 		o.log = slog.Default()
 	}
-	e := &Engine{opts: o, plugins: map[*Plugin]struct{}{}}
+	e := &Engine{opts: o, plugins: map[*Plugin]struct{}{}, slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		compiling: map[moduleKey]*compileTurn{}, compiled: map[moduleKey]struct{}{}}
 	if o.cacheDir != "" {
 		// The cache holds machine code that the engine runs: only its
 		// owner may write it.
@@ -206,7 +231,7 @@ func (e *Engine) LoadBytes(ctx context.Context, code []byte, name string) (*Plug
 		WithParameterNames("offset", "size").Export("log").Instantiate(ctx); err != nil {
 		return fail(fmt.Errorf("wasm: host functions: %w", err))
 	}
-	compiled, err := rt.CompileModule(ctx, code)
+	compiled, err := e.compile(ctx, rt, code)
 	if err != nil {
 		return fail(fmt.Errorf("wasm: compiling %s: %w", name, err))
 	}
@@ -236,6 +261,55 @@ func (e *Engine) LoadBytes(ctx context.Context, code []byte, name string) (*Plug
 	e.plugins[p] = struct{}{}
 	e.mu.Unlock()
 	return p, nil
+}
+
+// compile compiles code in rt: once per module for the engine's loads,
+// however many load it at once (the first compiles, the others wait for
+// their turn and find it in the cache), and at most GOMAXPROCS modules at
+// a time. ctx cancels the wait.
+func (e *Engine) compile(ctx context.Context, rt wazero.Runtime, code []byte) (wazero.CompiledModule, error) {
+	key := sha256.Sum256(code)
+	e.mu.Lock()
+	t := e.compiling[key]
+	if t == nil {
+		t = &compileTurn{token: make(chan struct{}, 1)}
+		e.compiling[key] = t
+	}
+	t.refs++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		if t.refs--; t.refs == 0 {
+			delete(e.compiling, key)
+		}
+		e.mu.Unlock()
+	}()
+	select {
+	case t.token <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-t.token }()
+	e.mu.Lock()
+	_, hit := e.compiled[key]
+	e.mu.Unlock()
+	if !hit {
+		select {
+		case e.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-e.slots }()
+	}
+	m, err := rt.CompileModule(ctx, code)
+	if err != nil || hit {
+		return m, err
+	}
+	e.mu.Lock()
+	e.compiled[key] = struct{}{}
+	e.compilations++
+	e.mu.Unlock()
+	return m, nil
 }
 
 // forget drops p from the engine's modules.

@@ -437,3 +437,48 @@ func TestCacheDirRefusedWhenOthersMayWrite(t *testing.T) {
 		t.Fatalf("cache directory: %v %v", fi, err)
 	}
 }
+
+// TestConcurrentLoadsCompileOnce: copies of one module loaded at once (as
+// a plugin directory's copies are at start) are compiled once, the other
+// loads waiting for that compilation and taking it from the cache, and
+// every copy runs.
+func TestConcurrentLoadsCompileOnce(t *testing.T) {
+	e, err := wasm.NewEngine(wasm.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Close(context.Background()) }()
+	code, err := os.ReadFile(modules.Path(t, bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Bound())
+	defer cancel()
+	const copies = 4
+	plugins := make([]*wasm.Plugin, copies)
+	errs := make([]error, copies)
+	var wg sync.WaitGroup
+	for i := range copies {
+		wg.Go(func() { plugins[i], errs[i] = e.LoadBytes(ctx, code, fmt.Sprintf("%02d-wasmbad", i)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("copy %d: %v", i, err)
+		}
+	}
+	if n := e.Compilations(); n != 1 {
+		t.Errorf("%d copies loaded at once were compiled %d times, want once", copies, n)
+	}
+	b, _ := (&v1alpha1.ConfigureRequest{Config: `{"mode":"ok"}`}).MarshalVT()
+	for i, p := range plugins {
+		if _, err := p.Call(ctx, "Configure", b); err != nil {
+			t.Fatalf("copy %d: Configure: %v", i, err)
+		}
+		rsp, err := create(p, testwait.Bound())
+		if err != nil {
+			t.Fatalf("copy %d: %v", i, err)
+		}
+		mustEnv(t, rsp, "WASMBAD")
+	}
+}
