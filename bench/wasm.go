@@ -152,24 +152,36 @@ func copyFile(src, dst string) (err error) {
 	return err
 }
 
+// wasmEnv is a setup whose runtime paths are prepared with k copies of
+// module in the plugin path; the caller closes it.
+func (b *bencher) wasmEnv(tag, module string, k, run int) (*env, adaptationPaths, error) {
+	e, err := b.env(tag, run)
+	if err != nil {
+		return nil, adaptationPaths{}, err
+	}
+	paths := adaptationPathsIn(e.dir)
+	if err := paths.prepare(); err != nil {
+		e.close()
+		return nil, adaptationPaths{}, err
+	}
+	if err := installWasm(paths, module, k); err != nil {
+		e.close()
+		return nil, adaptationPaths{}, err
+	}
+	return e, paths, nil
+}
+
 // wasmCreate starts impl with k copies of module in its plugin path, timing
 // Start (both implementations load, compile, instantiate, configure and
 // synchronize pre-launched plugins before Start returns), then measures
 // CreateContainer, seq and conc16; every answer must carry the k plugins'
 // adjustments.
 func (b *bencher) wasmCreate(impl, side, module string, k, run int) error {
-	e, err := b.env(fmt.Sprintf("wasm-K%d-%s", k, impl), run)
+	e, paths, err := b.wasmEnv(fmt.Sprintf("wasm-K%d-%s", k, impl), module, k, run)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	paths := adaptationPathsIn(e.dir)
-	if err := paths.prepare(); err != nil {
-		return err
-	}
-	if err := installWasm(paths, module, k); err != nil {
-		return err
-	}
 	nri, err := newRuntimeNRI(impl, paths)
 	if err != nil {
 		return err
@@ -189,18 +201,11 @@ func (b *bencher) wasmCreate(impl, side, module string, k, run int) error {
 // copies of module in its plugin path: VmRSS and the live heap after Start,
 // settled (after a collection that returned freed memory to the system).
 func (b *bencher) wasmMemory(impl, side, module string, k, run int) error {
-	e, err := b.env(fmt.Sprintf("wasm-memory-K%d-%s", k, impl), run)
+	e, _, err := b.wasmEnv(fmt.Sprintf("wasm-memory-K%d-%s", k, impl), module, k, run)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	paths := adaptationPathsIn(e.dir)
-	if err := paths.prepare(); err != nil {
-		return err
-	}
-	if err := installWasm(paths, module, k); err != nil {
-		return err
-	}
 	rt, err := startProc("runtime "+impl, roleRuntime, e.cfg.Verbose, append([]string{"-impl", impl, "-dir", e.dir}, e.profArgs("runtime")...)...)
 	if err != nil {
 		return err

@@ -1,3 +1,5 @@
+//go:build !nri_no_wasm
+
 package bridge_test
 
 import (
