@@ -68,11 +68,15 @@ func (b *bencher) wasm() error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	module := filepath.Join(dir, "bench.wasm")
+	path := filepath.Join(dir, "bench.wasm")
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	err = wasmbuild.Build(ctx, wasmPluginPkg, module)
+	err = wasmbuild.Build(ctx, wasmPluginPkg, path)
 	cancel()
+	var module []byte
+	if err == nil {
+		module, err = os.ReadFile(path)
+	}
 	if err != nil {
 		b.wasmSkipped = "the WASM plugin could not be built: " + firstLine(err.Error())
 		b.logf("wasm: %v: the scenario is skipped", err)
@@ -102,22 +106,16 @@ func firstLine(s string) string {
 	return line
 }
 
-// installWasm puts k copies of module in the runtime's plugin path as
-// pre-launched plugins NN-benchNN (mode 0755; hard links when it can), each
-// with its configuration NN-benchNN.conf in the plugin configuration path:
-// the annotation and env variable of its index (adjustKey), so the k merge
+// installWasm puts k copies of module (its code) in the runtime's plugin
+// path as pre-launched plugins NN-benchNN (mode 0755), each with its
+// configuration NN-benchNN.conf in the plugin configuration path: the
+// annotation and env variable of its index (adjustKey), so the k merge
 // without conflicts.
-func installWasm(p adaptationPaths, module string, k int) error {
+func installWasm(p adaptationPaths, module []byte, k int) error {
 	for i := 0; i < k; i++ {
 		idx := fmt.Sprintf("%02d", i)
 		name := idx + "-bench" + idx
-		dst := filepath.Join(p.pluginPath, name)
-		if err := os.Link(module, dst); err != nil {
-			if err := copyFile(module, dst); err != nil {
-				return err
-			}
-		}
-		if err := os.Chmod(dst, 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(p.pluginPath, name), module, 0o755); err != nil {
 			return err
 		}
 		annotation, env := adjustKey(idx)
@@ -132,29 +130,9 @@ func installWasm(p adaptationPaths, module string, k int) error {
 	return nil
 }
 
-// copyFile copies src to dst (created or truncated).
-func copyFile(src, dst string) (err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = in.Close() }() // read only: its error adds nothing
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := out.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	_, err = io.Copy(out, in)
-	return err
-}
-
 // wasmEnv is a setup whose runtime paths are prepared with k copies of
 // module in the plugin path; the caller closes it.
-func (b *bencher) wasmEnv(tag, module string, k, run int) (*env, adaptationPaths, error) {
+func (b *bencher) wasmEnv(tag string, module []byte, k, run int) (*env, adaptationPaths, error) {
 	e, err := b.env(tag, run)
 	if err != nil {
 		return nil, adaptationPaths{}, err
@@ -176,7 +154,7 @@ func (b *bencher) wasmEnv(tag, module string, k, run int) (*env, adaptationPaths
 // synchronize pre-launched plugins before Start returns), then measures
 // CreateContainer, seq and conc16; every answer must carry the k plugins'
 // adjustments.
-func (b *bencher) wasmCreate(impl, side, module string, k, run int) error {
+func (b *bencher) wasmCreate(impl, side string, module []byte, k, run int) error {
 	e, paths, err := b.wasmEnv(fmt.Sprintf("wasm-K%d-%s", k, impl), module, k, run)
 	if err != nil {
 		return err
@@ -200,7 +178,7 @@ func (b *bencher) wasmCreate(impl, side, module string, k, run int) error {
 // wasmMemory measures a runtime process (the runtime role) started with k
 // copies of module in its plugin path: VmRSS and the live heap after Start,
 // settled (after a collection that returned freed memory to the system).
-func (b *bencher) wasmMemory(impl, side, module string, k, run int) error {
+func (b *bencher) wasmMemory(impl, side string, module []byte, k, run int) error {
 	e, _, err := b.wasmEnv(fmt.Sprintf("wasm-memory-K%d-%s", k, impl), module, k, run)
 	if err != nil {
 		return err

@@ -218,9 +218,9 @@ func (ps *PluginSide) WaitLaunched(ctx context.Context) error {
 
 // Wait waits until the goroutines that Launch started for WASM plugins (and
 // their engine, which closes their compiled code) ended, which they do once
-// Launch's context is done or the server's Shutdown began. A runtime embedding the server calls it after
-// cancelling that context, so that nothing of its plugins runs after its
-// own Stop returned.
+// Launch's context is done or the server's Shutdown began. A runtime
+// embedding the server calls it after cancelling that context, so that
+// nothing of its plugins runs after its own Stop returned.
 func (ps *PluginSide) Wait() { ps.wasmRuns.Wait() }
 
 // Launch starts the classic plugins of dir the classic way (a socketpair on

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -96,25 +97,21 @@ type Engine struct {
 	mu      sync.Mutex
 	plugins map[*Plugin]struct{}
 	closed  bool
-	// compiling serializes the compilations of one module (by the SHA-256
-	// of its code), so that copies loaded at once are compiled once: the
+	// turns serialize the compilations of each module (by the SHA-256 of
+	// its code), so that copies loaded at once are compiled once: the
 	// first compiles, the others wait for it and find the code in the
-	// cache. compiled are the modules compiled so far.
-	compiling map[moduleKey]*compileTurn
-	compiled  map[moduleKey]struct{}
-	// compilations counts the compilations of modules not compiled
-	// before (the cache's misses).
-	compilations int
+	// cache. It holds every module the engine compiled or is compiling.
+	turns map[moduleKey]*compileTurn
 }
 
 // moduleKey names a module by its code's SHA-256.
 type moduleKey = [sha256.Size]byte
 
-// compileTurn is the turn to compile one module: a token channel held
-// while compiling, and how many loads wait for it (guarded by Engine.mu).
+// compileTurn is the turn to compile one module: a token held while
+// compiling, and whether the module was compiled.
 type compileTurn struct {
-	token chan struct{}
-	refs  int
+	token    chan struct{}
+	compiled atomic.Bool
 }
 
 // NewEngine creates an engine. It fails for invalid options.
@@ -138,7 +135,7 @@ func NewEngine(opts ...Option) (*Engine, error) {
 		o.log = slog.Default()
 	}
 	e := &Engine{opts: o, plugins: map[*Plugin]struct{}{}, slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
-		compiling: map[moduleKey]*compileTurn{}, compiled: map[moduleKey]struct{}{}}
+		turns: map[moduleKey]*compileTurn{}}
 	if o.cacheDir != "" {
 		// The cache holds machine code that the engine runs: only its
 		// owner may write it.
@@ -270,46 +267,32 @@ func (e *Engine) LoadBytes(ctx context.Context, code []byte, name string) (*Plug
 func (e *Engine) compile(ctx context.Context, rt wazero.Runtime, code []byte) (wazero.CompiledModule, error) {
 	key := sha256.Sum256(code)
 	e.mu.Lock()
-	t := e.compiling[key]
+	t := e.turns[key]
 	if t == nil {
 		t = &compileTurn{token: make(chan struct{}, 1)}
-		e.compiling[key] = t
+		e.turns[key] = t
 	}
-	t.refs++
 	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		if t.refs--; t.refs == 0 {
-			delete(e.compiling, key)
-		}
-		e.mu.Unlock()
-	}()
 	select {
 	case t.token <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	defer func() { <-t.token }()
-	e.mu.Lock()
-	_, hit := e.compiled[key]
-	e.mu.Unlock()
-	if !hit {
-		select {
-		case e.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		defer func() { <-e.slots }()
+	if t.compiled.Load() {
+		return rt.CompileModule(ctx, code) // from the cache
 	}
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-e.slots }()
 	m, err := rt.CompileModule(ctx, code)
-	if err != nil || hit {
-		return m, err
+	if err == nil {
+		t.compiled.Store(true)
 	}
-	e.mu.Lock()
-	e.compiled[key] = struct{}{}
-	e.compilations++
-	e.mu.Unlock()
-	return m, nil
+	return m, err
 }
 
 // forget drops p from the engine's modules.

@@ -1,9 +1,15 @@
 package wasm
 
-// Compilations returns how many modules e compiled that it had not
-// compiled before.
+// Compilations returns how many modules e compiled (a module compiled
+// again from the cache counts once).
 func (e *Engine) Compilations() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.compilations
+	n := 0
+	for _, t := range e.turns {
+		if t.compiled.Load() {
+			n++
+		}
+	}
+	return n
 }

@@ -3,7 +3,7 @@
 package e2e
 
 import (
-	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,31 +13,19 @@ import (
 	"github.com/nri-grpc/nri-grpc/internal/wasmbuild"
 )
 
-// wasmModule is examples/wasm-adjuster built once for the suite.
-var wasmModule struct {
-	sync.Mutex
-	path string
-}
+// wasmModules builds the suite's WASM plugins into its binaries, each once.
+var wasmModules = sync.OnceValue(func() *wasmbuild.Cache { return wasmbuild.NewCache(suite.Bin) })
 
 // WasmAdjuster returns the project's example WASM plugin, built from
 // source (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) into the suite's
 // binaries, executable as a pre-launched plugin must be.
 func WasmAdjuster(tb testing.TB) string {
 	tb.Helper()
-	wasmModule.Lock()
-	defer wasmModule.Unlock()
-	if wasmModule.path != "" {
-		return wasmModule.path
-	}
-	out := filepath.Join(suite.Bin, "wasm-adjuster.wasm")
-	if err := wasmbuild.Build(context.Background(), "./examples/wasm-adjuster", out); err != nil {
+	path := wasmModules().Path(tb, "examples/wasm-adjuster")
+	if err := os.Chmod(path, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.Chmod(out, 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	wasmModule.path = out
-	return out
+	return path
 }
 
 // TestWasmSpecsIdentical: the project's example WASM plugin, the same .wasm
@@ -72,8 +60,8 @@ func TestWasmSpecsIdentical(t *testing.T) {
 	}{
 		{"stock", EnvOptions{NoNrid: true, Prepare: prelaunch}},
 		{"drop-in", EnvOptions{DropIn: true, Prepare: prelaunch}},
-		{"nrid", EnvOptions{NridTOML: "classic_plugin_dir = " + quoteTOML(filepath.Join(nridDir, "plugins")) +
-			"\nclassic_config_dir = " + quoteTOML(filepath.Join(nridDir, "conf")) + "\n"}},
+		{"nrid", EnvOptions{NridTOML: fmt.Sprintf("classic_plugin_dir = %q\nclassic_config_dir = %q\n",
+			filepath.Join(nridDir, "plugins"), filepath.Join(nridDir, "conf"))}},
 	}
 	specs := make([]string, len(sides))
 	for i, s := range sides {
@@ -112,9 +100,4 @@ func TestWasmSpecsIdentical(t *testing.T) {
 	if !t.Failed() {
 		t.Logf("OCI specs identical on stock containerd, the drop-in and nrid (%d bytes normalised)", len(specs[0]))
 	}
-}
-
-// quoteTOML quotes s as a TOML basic string.
-func quoteTOML(s string) string {
-	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
 }
